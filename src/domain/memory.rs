@@ -1,0 +1,375 @@
+//! What a memory is, and the validation that every entry point shares.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+
+/// The three tiers of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// A thread's recent turns and summary; belongs to one user and one thread.
+    Working,
+    /// Facts and preferences of one user, across threads.
+    LongTerm,
+    /// Read-only business knowledge shared by every user of a tenant.
+    Reference,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Working, Tier::LongTerm, Tier::Reference];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Working => "working",
+            Tier::LongTerm => "long_term",
+            Tier::Reference => "reference",
+        }
+    }
+
+    /// Working and long-term memories belong to a user; reference memory does not.
+    pub fn is_user_tier(self) -> bool {
+        !matches!(self, Tier::Reference)
+    }
+}
+
+impl FromStr for Tier {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "working" => Ok(Tier::Working),
+            "long_term" => Ok(Tier::LongTerm),
+            "reference" => Ok(Tier::Reference),
+            other => Err(Error::invalid(
+                "tier",
+                format!("unknown tier `{other}` (expected working, long_term or reference)"),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What sort of thing a memory states. Half-lives and TTLs can differ per kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Preference,
+    Fact,
+    Event,
+    Instruction,
+    Document,
+    Message,
+    Summary,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] = [
+        Kind::Preference,
+        Kind::Fact,
+        Kind::Event,
+        Kind::Instruction,
+        Kind::Document,
+        Kind::Message,
+        Kind::Summary,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Preference => "preference",
+            Kind::Fact => "fact",
+            Kind::Event => "event",
+            Kind::Instruction => "instruction",
+            Kind::Document => "document",
+            Kind::Message => "message",
+            Kind::Summary => "summary",
+        }
+    }
+}
+
+impl FromStr for Kind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "kind",
+                    format!(
+                        "unknown kind `{s}` (expected one of {})",
+                        Kind::ALL.map(Kind::as_str).join(", ")
+                    ),
+                )
+            })
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a memory is in its life. Only `active` (and, on request, `pending`)
+/// memories are retrievable; the search indexes hold nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Active,
+    Pending,
+    Superseded,
+    Expired,
+    Archived,
+    Deleted,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Active,
+        Status::Pending,
+        Status::Superseded,
+        Status::Expired,
+        Status::Archived,
+        Status::Deleted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Pending => "pending",
+            Status::Superseded => "superseded",
+            Status::Expired => "expired",
+            Status::Archived => "archived",
+            Status::Deleted => "deleted",
+        }
+    }
+
+    /// Whether memories in this status live in the search indexes.
+    pub fn is_indexed(self) -> bool {
+        matches!(self, Status::Active | Status::Pending)
+    }
+}
+
+impl FromStr for Status {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Status::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "status",
+                    format!(
+                        "unknown status `{s}` (expected one of {})",
+                        Status::ALL.map(Status::as_str).join(", ")
+                    ),
+                )
+            })
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a memory came from: a thread and message, a document, an import.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_index: Option<u32>,
+}
+
+/// A stored memory. The SQL store holds the authoritative copy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub id: Uuid,
+    pub tenant_id: String,
+    pub tier: Tier,
+    /// Absent for reference memory, required otherwise.
+    pub user_id: Option<String>,
+    /// Working memory belongs to a thread; other tiers may record one.
+    pub thread_id: Option<String>,
+    pub kind: Kind,
+    pub text: String,
+    pub importance: f32,
+    pub confidence: f32,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_accessed_at: Option<DateTime<Utc>>,
+    pub access_count: u64,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub source: Source,
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The model whose vector indexes this memory's text.
+    pub embedding_model: Option<String>,
+    /// Bumped by every change; the indexes record it to detect stale entries.
+    pub version: i64,
+    /// The memory this one replaced, for corrections.
+    pub supersedes: Option<Uuid>,
+    pub superseded_by: Option<Uuid>,
+}
+
+impl Memory {
+    pub fn owner(&self) -> crate::domain::Owner {
+        crate::domain::Owner::of(&self.tenant_id, self.tier, self.user_id.as_deref())
+    }
+}
+
+/// A request to store a memory, before validation.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct NewMemory {
+    pub tier: Option<Tier>,
+    pub user_id: Option<String>,
+    pub thread_id: Option<String>,
+    pub kind: Option<Kind>,
+    pub text: String,
+    pub importance: Option<f32>,
+    pub confidence: Option<f32>,
+    pub expires_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub source: Source,
+    #[serde(default)]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Back-date the memory (imports, evaluation sets). Defaults to now.
+    pub created_at: Option<DateTime<Utc>>,
+    pub supersedes: Option<Uuid>,
+}
+
+/// A change to a stored memory. `None` leaves a field as it is.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MemoryPatch {
+    pub text: Option<String>,
+    pub importance: Option<f32>,
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `Some(None)` clears the expiry.
+    #[serde(default, with = "double_option")]
+    pub expires_at: Option<Option<DateTime<Utc>>>,
+}
+
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(
+        v: &Option<Option<T>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match v {
+            None => s.serialize_none(),
+            Some(inner) => inner.serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Ok(Some(Option::<T>::deserialize(d)?))
+    }
+}
+
+/// Limits shared by every entry point, taken from the policy.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_text_bytes: usize,
+}
+
+/// Checks a memory text: non-empty after trimming and within the size limit.
+pub fn validate_text(text: &str, limits: Limits) -> Result<()> {
+    if text.trim().is_empty() {
+        return Err(Error::invalid("text", "text must not be empty"));
+    }
+    if text.len() > limits.max_text_bytes {
+        return Err(Error::TooLarge {
+            field: "text",
+            message: format!(
+                "text is {} bytes; the limit is {} bytes (policy limits.max_text_bytes)",
+                text.len(),
+                limits.max_text_bytes
+            ),
+        });
+    }
+    if text.contains('\0') {
+        return Err(Error::invalid("text", "text must not contain NUL characters"));
+    }
+    Ok(())
+}
+
+/// Checks a score in 0..=1, naming the field on failure.
+pub fn validate_unit(field: &'static str, value: f32) -> Result<()> {
+    if !(0.0..=1.0).contains(&value) || value.is_nan() {
+        return Err(Error::invalid(
+            field,
+            format!("{field} must be between 0 and 1, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an identifier supplied by a caller (user, thread, tenant ids).
+pub fn validate_id(field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() || value.len() > 256 {
+        return Err(Error::invalid(
+            field,
+            format!("{field} must be 1 to 256 bytes long"),
+        ));
+    }
+    if value.chars().any(|c| c.is_control()) {
+        return Err(Error::invalid(
+            field,
+            format!("{field} must not contain control characters"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_kinds_and_statuses_round_trip_through_strings() {
+        for t in Tier::ALL {
+            assert_eq!(t.as_str().parse::<Tier>().unwrap(), t);
+        }
+        for k in Kind::ALL {
+            assert_eq!(k.as_str().parse::<Kind>().unwrap(), k);
+        }
+        for s in Status::ALL {
+            assert_eq!(s.as_str().parse::<Status>().unwrap(), s);
+        }
+        let err = "episodic".parse::<Tier>().unwrap_err();
+        assert_eq!(err.field(), Some("tier"));
+    }
+
+    #[test]
+    fn text_validation_names_the_problem() {
+        let limits = Limits { max_text_bytes: 8 };
+        assert!(validate_text("ok", limits).is_ok());
+        assert_eq!(validate_text("   ", limits).unwrap_err().field(), Some("text"));
+        assert!(matches!(
+            validate_text("123456789", limits),
+            Err(Error::TooLarge { .. })
+        ));
+        assert!(validate_unit("importance", 1.5).is_err());
+        assert!(validate_unit("importance", f32::NAN).is_err());
+        assert!(validate_unit("importance", 0.0).is_ok());
+    }
+}

@@ -1,0 +1,11 @@
+//! The domain core: memories, scopes, ranking and retention decisions as plain
+//! types and pure functions. Nothing here does I/O, spawns tasks or knows about
+//! SQL, tantivy or Qdrant; it is what the unit and property tests hit hardest.
+
+pub mod memory;
+pub mod ranking;
+pub mod scope;
+
+pub use memory::{Kind, Memory, MemoryPatch, NewMemory, Source, Status, Tier};
+pub use ranking::{FusionMethod, Hit, ScoreBreakdown};
+pub use scope::{Owner, Scope, TenantId};

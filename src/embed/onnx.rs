@@ -1,0 +1,1 @@
+//! The ONNX embedder (fastembed + ONNX Runtime, loaded dynamically).

@@ -1,0 +1,51 @@
+//! The lexical index: BM25 over memory text with the scoping fields indexed
+//! for filtering, and an analyzer that handles Chinese and English together.
+//!
+//! Contract, for every backend:
+//! - Derived from the store, like the vector index; `entries` lists what it holds.
+//! - Writes are accepted at once and become searchable within the configured
+//!   commit delay, or when `commit` returns.
+//! - `search` applies the filter inside the query.
+//! - `delete_owner` followed by `purge` leaves no trace of the owner's text
+//!   on disk (deleted documents merged away).
+//! - Methods may block: call them off the async runtime.
+
+pub mod analyzer;
+pub mod tantivy;
+
+use uuid::Uuid;
+
+use crate::domain::scope::IndexFilter;
+use crate::domain::{Kind, Owner, Status, Tier};
+use crate::error::Result;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LexicalDoc {
+    pub id: Uuid,
+    pub text: String,
+    pub owner: Owner,
+    pub tier: Tier,
+    pub thread_id: Option<String>,
+    pub status: Status,
+    pub kind: Kind,
+    pub version: i64,
+}
+
+pub trait LexicalIndex: Send + Sync {
+    /// Adds or replaces documents (by id).
+    fn upsert(&self, docs: Vec<LexicalDoc>) -> Result<()>;
+    fn delete(&self, ids: &[Uuid]) -> Result<()>;
+    /// Deletes every document of an owner; returns how many there were.
+    fn delete_owner(&self, owner: &Owner) -> Result<usize>;
+    /// Makes every write so far durable and searchable.
+    fn commit(&self) -> Result<()>;
+    /// Merges segments and garbage-collects files so that deleted documents are
+    /// physically gone from disk.
+    fn purge(&self) -> Result<()>;
+    /// The best `limit` documents for `query` passing `filter`, as (id, bm25).
+    fn search(&self, query: &str, filter: &IndexFilter, limit: usize) -> Result<Vec<(Uuid, f32)>>;
+    /// Every committed document as (id, version).
+    fn entries(&self) -> Result<Vec<(Uuid, i64)>>;
+    fn count_owner(&self, owner: &Owner) -> Result<usize>;
+    fn clear(&self) -> Result<()>;
+}

@@ -1,0 +1,1 @@
+//! tantivy backend of the lexical index.

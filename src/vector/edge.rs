@@ -1,0 +1,1 @@
+//! Embedded Qdrant engine backend (qdrant-edge). See the module docs of `vector`.
