@@ -13,10 +13,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// A field failed validation.
     #[error("invalid {field}: {message}")]
-    Invalid { field: &'static str, message: String },
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
     /// A field is over its size limit.
     #[error("{message}")]
-    TooLarge { field: &'static str, message: String },
+    TooLarge {
+        field: &'static str,
+        message: String,
+    },
     #[error("{what} not found")]
     NotFound { what: String },
     /// The request conflicts with the current state (e.g. a running turn).
@@ -28,7 +34,10 @@ pub enum Error {
     Forbidden(String),
     /// Too much concurrent work; retry after the given seconds.
     #[error("overloaded: {message}")]
-    Overloaded { message: String, retry_after_secs: u64 },
+    Overloaded {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A component is not ready or not configured (model assets missing, no LLM).
     #[error("unavailable: {0}")]
     Unavailable(String),

@@ -13,3 +13,10 @@ pub mod lexical;
 pub mod vector;
 
 pub use error::{Error, ErrorCode, Result};
+pub mod policy;
+pub mod service;
+pub mod store;
+
+pub use service::{Actor, Engine};
+pub mod cli;
+pub mod open;

@@ -307,7 +307,10 @@ pub fn validate_text(text: &str, limits: Limits) -> Result<()> {
         });
     }
     if text.contains('\0') {
-        return Err(Error::invalid("text", "text must not contain NUL characters"));
+        return Err(Error::invalid(
+            "text",
+            "text must not contain NUL characters",
+        ));
     }
     Ok(())
 }
@@ -363,7 +366,10 @@ mod tests {
     fn text_validation_names_the_problem() {
         let limits = Limits { max_text_bytes: 8 };
         assert!(validate_text("ok", limits).is_ok());
-        assert_eq!(validate_text("   ", limits).unwrap_err().field(), Some("text"));
+        assert_eq!(
+            validate_text("   ", limits).unwrap_err().field(),
+            Some("text")
+        );
         assert!(matches!(
             validate_text("123456789", limits),
             Err(Error::TooLarge { .. })

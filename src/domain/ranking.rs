@@ -96,7 +96,8 @@ pub fn fuse(lexical: &Candidates, vector: &Candidates, method: FusionMethod) -> 
     }
     let (wl, wv) = method.weights();
     // Normalise so that a hit ranked first (or best) by every active leg scores 1.
-    let active_weight = (if lexical.is_empty() { 0.0 } else { wl }) + (if vector.is_empty() { 0.0 } else { wv });
+    let active_weight =
+        (if lexical.is_empty() { 0.0 } else { wl }) + (if vector.is_empty() { 0.0 } else { wv });
     let max_bm25 = lexical.iter().map(|(_, s)| *s).fold(0.0f32, f32::max);
     for f in by_id.values_mut() {
         let raw = match method {
@@ -106,14 +107,19 @@ pub fn fuse(lexical: &Candidates, vector: &Candidates, method: FusionMethod) -> 
                 (l + v) * (k + 1.0)
             }
             FusionMethod::Weighted { .. } => {
-                let l = f
-                    .bm25
-                    .map_or(0.0, |(s, _)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 });
+                let l = f.bm25.map_or(
+                    0.0,
+                    |(s, _)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
+                );
                 let v = f.vector.map_or(0.0, |(s, _)| s.max(0.0));
                 wl * l + wv * v
             }
         };
-        f.fused = if active_weight > 0.0 { raw / active_weight } else { 0.0 };
+        f.fused = if active_weight > 0.0 {
+            raw / active_weight
+        } else {
+            0.0
+        };
     }
     let mut out: Vec<Fused> = by_id.into_values().collect();
     out.sort_by(|a, b| b.fused.total_cmp(&a.fused).then(a.id.cmp(&b.id)));

@@ -163,9 +163,7 @@ impl IndexFilter {
         let in_scope = self.clauses.iter().any(|c| {
             &c.owner == owner
                 && c.tier == tier
-                && c.thread_id
-                    .as_deref()
-                    .is_none_or(|t| Some(t) == thread_id)
+                && c.thread_id.as_deref().is_none_or(|t| Some(t) == thread_id)
         });
         in_scope
             && self.statuses.contains(&status)
@@ -184,8 +182,20 @@ mod tests {
         assert!(f.clauses.iter().all(|c| c.tier != Tier::Working));
         let f = Scope::user("alice").with_thread("t1").filter();
         let alice = Owner::user("default", "alice");
-        assert!(f.matches(&alice, Tier::Working, Some("t1"), Status::Active, Kind::Message));
-        assert!(!f.matches(&alice, Tier::Working, Some("t2"), Status::Active, Kind::Message));
+        assert!(f.matches(
+            &alice,
+            Tier::Working,
+            Some("t1"),
+            Status::Active,
+            Kind::Message
+        ));
+        assert!(!f.matches(
+            &alice,
+            Tier::Working,
+            Some("t2"),
+            Status::Active,
+            Kind::Message
+        ));
     }
 
     #[test]
@@ -213,8 +223,12 @@ mod tests {
     fn pending_only_on_request() {
         let alice = Owner::user("default", "alice");
         let mut scope = Scope::user("alice");
-        assert!(!scope.filter().matches(&alice, Tier::LongTerm, None, Status::Pending, Kind::Fact));
+        assert!(!scope
+            .filter()
+            .matches(&alice, Tier::LongTerm, None, Status::Pending, Kind::Fact));
         scope.include_pending = true;
-        assert!(scope.filter().matches(&alice, Tier::LongTerm, None, Status::Pending, Kind::Fact));
+        assert!(scope
+            .filter()
+            .matches(&alice, Tier::LongTerm, None, Status::Pending, Kind::Fact));
     }
 }

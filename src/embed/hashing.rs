@@ -29,7 +29,8 @@ impl HashingEmbedder {
             .map(str::to_lowercase)
         {
             let h = Sha256::digest(token.as_bytes());
-            let bucket = u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize % self.dim;
+            let bucket =
+                u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize % self.dim;
             let sign = if h[8] & 1 == 0 { 1.0 } else { -1.0 };
             v[bucket] += sign;
         }

@@ -43,7 +43,12 @@ pub trait VectorIndex: Send + Sync {
     /// Deletes every point of an owner; returns how many there were.
     fn delete_owner(&self, owner: &Owner) -> Result<usize>;
     /// The `limit` nearest points passing `filter`, best first, as (id, cosine).
-    fn search(&self, vector: &[f32], filter: &IndexFilter, limit: usize) -> Result<Vec<(Uuid, f32)>>;
+    fn search(
+        &self,
+        vector: &[f32],
+        filter: &IndexFilter,
+        limit: usize,
+    ) -> Result<Vec<(Uuid, f32)>>;
     /// Every point as (id, version).
     fn entries(&self) -> Result<Vec<(Uuid, i64)>>;
     /// How many points an owner has (for erasure verification).

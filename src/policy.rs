@@ -1,0 +1,525 @@
+//! The memory policy: every tunable of ranking, limits and lifecycle, read from
+//! `memory_policies.toml`, strictly typed (`deny_unknown_fields`) and validated
+//! into a [`Policy`] that cannot hold an out-of-range value. Defaults live in
+//! `Default` impls and equal the shipped file (a test checks).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::memory::Limits;
+use crate::domain::ranking::{FusionMethod, RankingParams};
+use crate::domain::{Kind, Memory, Tier};
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    pub limits: LimitsPolicy,
+    pub retrieval: RetrievalPolicy,
+    pub decay: DecayPolicy,
+    pub defaults: DefaultsPolicy,
+    pub indexing: IndexingPolicy,
+    pub reference: ReferencePolicy,
+    pub context: ContextPolicy,
+    pub lifecycle: LifecyclePolicy,
+    pub cleanup: CleanupPolicy,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsPolicy {
+    pub max_text_bytes: usize,
+    pub max_batch: usize,
+}
+
+impl Default for LimitsPolicy {
+    fn default() -> Self {
+        LimitsPolicy {
+            max_text_bytes: 32 * 1024,
+            max_batch: 1000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetrievalPolicy {
+    pub default_top_k: usize,
+    pub max_top_k: usize,
+    pub candidate_multiplier: usize,
+    pub min_candidates: usize,
+    pub min_vector_similarity: f32,
+    pub min_score: f32,
+    pub fusion: FusionPolicy,
+}
+
+impl Default for RetrievalPolicy {
+    fn default() -> Self {
+        RetrievalPolicy {
+            default_top_k: 10,
+            max_top_k: 100,
+            candidate_multiplier: 4,
+            min_candidates: 50,
+            min_vector_similarity: 0.15,
+            min_score: 0.0,
+            fusion: FusionPolicy::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionKind {
+    Rrf,
+    Weighted,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FusionPolicy {
+    pub method: FusionKind,
+    pub rrf_k: f32,
+    pub lexical_weight: f32,
+    pub vector_weight: f32,
+}
+
+impl Default for FusionPolicy {
+    fn default() -> Self {
+        FusionPolicy {
+            method: FusionKind::Rrf,
+            rrf_k: 60.0,
+            lexical_weight: 1.0,
+            vector_weight: 1.0,
+        }
+    }
+}
+
+impl FusionPolicy {
+    pub fn method(&self) -> FusionMethod {
+        match self.method {
+            FusionKind::Rrf => FusionMethod::Rrf {
+                k: self.rrf_k,
+                lexical_weight: self.lexical_weight,
+                vector_weight: self.vector_weight,
+            },
+            FusionKind::Weighted => FusionMethod::Weighted {
+                lexical_weight: self.lexical_weight,
+                vector_weight: self.vector_weight,
+            },
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DecayPolicy {
+    pub floor: f32,
+    pub importance_weight: f32,
+    pub half_life_days: HalfLives,
+}
+
+impl Default for DecayPolicy {
+    fn default() -> Self {
+        DecayPolicy {
+            floor: 0.3,
+            importance_weight: 0.2,
+            half_life_days: HalfLives::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HalfLives {
+    pub working: f64,
+    pub long_term: f64,
+    pub reference: f64,
+    pub kinds: KindHalfLives,
+}
+
+impl Default for HalfLives {
+    fn default() -> Self {
+        HalfLives {
+            working: 2.0,
+            long_term: 180.0,
+            reference: 0.0,
+            kinds: KindHalfLives::default(),
+        }
+    }
+}
+
+/// Per-kind overrides of the long-term half-life; absent = the tier's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KindHalfLives {
+    pub preference: Option<f64>,
+    pub fact: Option<f64>,
+    pub event: Option<f64>,
+    pub instruction: Option<f64>,
+    pub document: Option<f64>,
+    pub message: Option<f64>,
+    pub summary: Option<f64>,
+}
+
+impl Default for KindHalfLives {
+    fn default() -> Self {
+        KindHalfLives {
+            preference: Some(365.0),
+            fact: None,
+            event: Some(30.0),
+            instruction: Some(365.0),
+            document: None,
+            message: None,
+            summary: None,
+        }
+    }
+}
+
+impl KindHalfLives {
+    fn get(&self, kind: Kind) -> Option<f64> {
+        match kind {
+            Kind::Preference => self.preference,
+            Kind::Fact => self.fact,
+            Kind::Event => self.event,
+            Kind::Instruction => self.instruction,
+            Kind::Document => self.document,
+            Kind::Message => self.message,
+            Kind::Summary => self.summary,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DefaultsPolicy {
+    pub importance: f32,
+    pub confidence: f32,
+}
+
+impl Default for DefaultsPolicy {
+    fn default() -> Self {
+        DefaultsPolicy {
+            importance: 0.5,
+            confidence: 1.0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IndexingPolicy {
+    pub commit_delay_ms: u64,
+    pub embed_batch: usize,
+    pub optimize_after_writes: usize,
+    pub optimize_interval_secs: u64,
+}
+
+impl Default for IndexingPolicy {
+    fn default() -> Self {
+        IndexingPolicy {
+            commit_delay_ms: 500,
+            embed_batch: 32,
+            optimize_after_writes: 5000,
+            optimize_interval_secs: 60,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReferencePolicy {
+    pub chunk_chars: usize,
+    pub chunk_overlap_chars: usize,
+}
+
+impl Default for ReferencePolicy {
+    fn default() -> Self {
+        ReferencePolicy {
+            chunk_chars: 1200,
+            chunk_overlap_chars: 150,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContextPolicy {
+    pub budget_fraction: f64,
+    pub max_long_term: usize,
+    pub max_working: usize,
+    pub max_reference: usize,
+}
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        ContextPolicy {
+            budget_fraction: 0.10,
+            max_long_term: 5,
+            max_working: 3,
+            max_reference: 5,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LifecyclePolicy {
+    pub pending_below_confidence: f32,
+    pub pending_ttl_days: u32,
+    pub working_ttl_days: u32,
+    pub expired_grace_days: u32,
+    pub archived_grace_days: u32,
+    pub deleted_retention_days: u32,
+    pub sweep_interval_secs: u64,
+}
+
+impl Default for LifecyclePolicy {
+    fn default() -> Self {
+        LifecyclePolicy {
+            pending_below_confidence: 0.6,
+            pending_ttl_days: 30,
+            working_ttl_days: 30,
+            expired_grace_days: 7,
+            archived_grace_days: 30,
+            deleted_retention_days: 30,
+            sweep_interval_secs: 3600,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CleanupPolicy {
+    pub interval_days: u32,
+    pub min_importance: f32,
+    pub unaccessed_days: u32,
+    pub heat_half_life_days: f64,
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        CleanupPolicy {
+            interval_days: 7,
+            min_importance: 0.1,
+            unaccessed_days: 90,
+            heat_half_life_days: 30.0,
+        }
+    }
+}
+
+fn unit(key: &str, v: f64) -> Result<()> {
+    if !(0.0..=1.0).contains(&v) || v.is_nan() {
+        return Err(Error::Config {
+            key: key.to_string(),
+            message: format!("must be between 0 and 1, got {v}"),
+        });
+    }
+    Ok(())
+}
+
+fn positive(key: &str, v: f64) -> Result<()> {
+    if v <= 0.0 || v.is_nan() {
+        return Err(Error::Config {
+            key: key.to_string(),
+            message: format!("must be greater than 0, got {v}"),
+        });
+    }
+    Ok(())
+}
+
+fn non_negative(key: &str, v: f64) -> Result<()> {
+    if v < 0.0 || v.is_nan() {
+        return Err(Error::Config {
+            key: key.to_string(),
+            message: format!("must not be negative, got {v}"),
+        });
+    }
+    Ok(())
+}
+
+impl Policy {
+    /// Parses and validates a policy file's text.
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let policy: Policy = toml::from_str(text).map_err(|e| {
+            let key = match e.span() {
+                Some(span) => {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let section = before
+                        .lines()
+                        .rev()
+                        .find_map(|l| l.trim().strip_prefix('[')?.strip_suffix(']'))
+                        .unwrap_or("(top level)");
+                    format!("[{section}] at line {line}")
+                }
+                None => "memory_policies.toml".into(),
+            };
+            Error::Config {
+                key,
+                message: e.message().to_string(),
+            }
+        })?;
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+            key: path.display().to_string(),
+            message: format!("cannot read policy file: {e}"),
+        })?;
+        Self::from_toml(&text)
+    }
+
+    /// Checks every range; the error names the key.
+    pub fn validate(&self) -> Result<()> {
+        let l = &self.limits;
+        positive("limits.max_text_bytes", l.max_text_bytes as f64)?;
+        positive("limits.max_batch", l.max_batch as f64)?;
+        let r = &self.retrieval;
+        positive("retrieval.default_top_k", r.default_top_k as f64)?;
+        positive("retrieval.max_top_k", r.max_top_k as f64)?;
+        if r.default_top_k > r.max_top_k {
+            return Err(Error::Config {
+                key: "retrieval.default_top_k".into(),
+                message: "must not exceed retrieval.max_top_k".into(),
+            });
+        }
+        positive(
+            "retrieval.candidate_multiplier",
+            r.candidate_multiplier as f64,
+        )?;
+        unit(
+            "retrieval.min_vector_similarity",
+            r.min_vector_similarity as f64,
+        )?;
+        unit("retrieval.min_score", r.min_score as f64)?;
+        positive("retrieval.fusion.rrf_k", r.fusion.rrf_k as f64)?;
+        non_negative(
+            "retrieval.fusion.lexical_weight",
+            r.fusion.lexical_weight as f64,
+        )?;
+        non_negative(
+            "retrieval.fusion.vector_weight",
+            r.fusion.vector_weight as f64,
+        )?;
+        if r.fusion.lexical_weight + r.fusion.vector_weight <= 0.0 {
+            return Err(Error::Config {
+                key: "retrieval.fusion".into(),
+                message: "at least one leg needs a positive weight".into(),
+            });
+        }
+        let d = &self.decay;
+        unit("decay.floor", d.floor as f64)?;
+        unit("decay.importance_weight", d.importance_weight as f64)?;
+        let h = &d.half_life_days;
+        non_negative("decay.half_life_days.working", h.working)?;
+        non_negative("decay.half_life_days.long_term", h.long_term)?;
+        non_negative("decay.half_life_days.reference", h.reference)?;
+        for kind in Kind::ALL {
+            if let Some(v) = h.kinds.get(kind) {
+                non_negative(&format!("decay.half_life_days.kinds.{kind}"), v)?;
+            }
+        }
+        unit("defaults.importance", self.defaults.importance as f64)?;
+        unit("defaults.confidence", self.defaults.confidence as f64)?;
+        let i = &self.indexing;
+        if i.commit_delay_ms > 60_000 {
+            return Err(Error::Config {
+                key: "indexing.commit_delay_ms".into(),
+                message: format!("must be at most 60000, got {}", i.commit_delay_ms),
+            });
+        }
+        positive("indexing.embed_batch", i.embed_batch as f64)?;
+        let re = &self.reference;
+        positive("reference.chunk_chars", re.chunk_chars as f64)?;
+        if re.chunk_overlap_chars >= re.chunk_chars {
+            return Err(Error::Config {
+                key: "reference.chunk_overlap_chars".into(),
+                message: "must be smaller than reference.chunk_chars".into(),
+            });
+        }
+        let c = &self.context;
+        unit("context.budget_fraction", c.budget_fraction)?;
+        positive("context.budget_fraction", c.budget_fraction)?;
+        let lc = &self.lifecycle;
+        unit(
+            "lifecycle.pending_below_confidence",
+            lc.pending_below_confidence as f64,
+        )?;
+        positive(
+            "lifecycle.sweep_interval_secs",
+            lc.sweep_interval_secs as f64,
+        )?;
+        let cl = &self.cleanup;
+        positive("cleanup.interval_days", cl.interval_days as f64)?;
+        unit("cleanup.min_importance", cl.min_importance as f64)?;
+        positive("cleanup.heat_half_life_days", cl.heat_half_life_days)?;
+        Ok(())
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_text_bytes: self.limits.max_text_bytes,
+        }
+    }
+
+    pub fn ranking(&self) -> RankingParams {
+        RankingParams {
+            fusion: self.retrieval.fusion.method(),
+            decay_floor: self.decay.floor,
+            importance_weight: self.decay.importance_weight,
+            min_score: self.retrieval.min_score,
+        }
+    }
+
+    /// The decay half-life of a memory in days; `None` = no decay.
+    pub fn half_life_days(&self, memory: &Memory) -> Option<f64> {
+        let h = &self.decay.half_life_days;
+        let days = match memory.tier {
+            Tier::Working => h.working,
+            Tier::Reference => h.reference,
+            Tier::LongTerm => h.kinds.get(memory.kind).unwrap_or(h.long_term),
+        };
+        (days > 0.0).then_some(days)
+    }
+
+    /// How many candidates each leg fetches for a given top_k.
+    pub fn candidates(&self, top_k: usize) -> usize {
+        (top_k * self.retrieval.candidate_multiplier).max(self.retrieval.min_candidates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_file_parses_and_equals_the_defaults() {
+        let text = include_str!("../memory_policies.toml");
+        let policy = Policy::from_toml(text).expect("shipped policy is valid");
+        assert_eq!(policy, Policy::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_that_name_the_key() {
+        let err = Policy::from_toml("[retrieval]\ndefault_topk = 3\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("default_topk"), "{msg}");
+        assert!(msg.contains("[retrieval] at line 2"), "{msg}");
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_key() {
+        let err = Policy::from_toml("[context]\nbudget_fraction = 1.5\n").unwrap_err();
+        assert!(err.to_string().contains("context.budget_fraction"), "{err}");
+        let err = Policy::from_toml("[decay.half_life_days.kinds]\nevent = -1.0\n").unwrap_err();
+        assert!(
+            err.to_string().contains("decay.half_life_days.kinds.event"),
+            "{err}"
+        );
+        let err = Policy::from_toml("[retrieval.fusion]\nmethod = \"max\"\n").unwrap_err();
+        assert!(err.to_string().contains("max"), "{err}");
+    }
+}

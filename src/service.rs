@@ -1,0 +1,988 @@
+//! The service: the one place where the store, both indexes and the embedder
+//! meet. HTTP, MCP, jobs, the CLI and the evaluation tool all call it, so every
+//! entry point runs the same code path.
+//!
+//! Write path: validate everything → embed (off the async runtime) → commit to
+//! the store with audit events → update both indexes. The store is the source
+//! of truth: if the process dies between the store commit and the index
+//! update, [`Engine::reconcile`] (run at every start) repairs the indexes from
+//! the store, by id and version, so nothing is lost or resurrected.
+//!
+//! Read path: both legs search under the same scope filter (inside each
+//! index), candidates are fused, hydrated from the store (which re-checks
+//! scope, status and expiry against the source of truth), then ranked with
+//! decay and importance. Access is recorded by a background task.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, Semaphore};
+use uuid::Uuid;
+
+use crate::clock::SharedClock;
+use crate::domain::memory::{validate_id, validate_text, validate_unit};
+use crate::domain::ranking::{self, Candidates, Hit, RankingParams};
+use crate::domain::{Kind, Memory, MemoryPatch, NewMemory, Scope, Status, Tier};
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::lexical::{LexicalDoc, LexicalIndex};
+use crate::policy::Policy;
+use crate::store::{text_hash, AuditAction, AuditEvent, ListQuery, MemoryStore, StoreStats};
+use crate::vector::{VectorIndex, VectorPoint};
+
+/// Who is acting, and within which tenant and user they may act.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Actor {
+    /// Recorded in audit events: a key id, `cli`, `system`.
+    pub id: String,
+    pub tenant_id: String,
+    /// `Some` restricts every operation to this user's memories (a user key).
+    pub user_id: Option<String>,
+    /// May write reference memory.
+    pub admin: bool,
+}
+
+impl Actor {
+    /// The local operator (CLI, dev mode): default tenant, every user, admin.
+    pub fn local(id: &str) -> Self {
+        Actor {
+            id: id.to_string(),
+            tenant_id: crate::domain::scope::DEFAULT_TENANT.to_string(),
+            user_id: None,
+            admin: true,
+        }
+    }
+
+    /// Whether this actor may see a memory (tenant, and user when bound).
+    pub fn can_read(&self, m: &Memory) -> bool {
+        m.tenant_id == self.tenant_id
+            && match (&self.user_id, m.tier) {
+                (_, Tier::Reference) => true,
+                (None, _) => true,
+                (Some(u), _) => m.user_id.as_deref() == Some(u),
+            }
+    }
+
+    /// Whether this actor may change a memory: reference memory is admin-only.
+    pub fn can_write(&self, m: &Memory) -> bool {
+        self.can_read(m) && (m.tier != Tier::Reference || self.admin)
+    }
+
+    /// The user a request may act for: a bound key forces its own user.
+    pub fn user_for(&self, requested: Option<&str>) -> Result<Option<String>> {
+        match (&self.user_id, requested) {
+            (Some(bound), Some(r)) if bound != r => Err(Error::Forbidden(
+                "this key may only act for its own user".into(),
+            )),
+            (Some(bound), _) => Ok(Some(bound.clone())),
+            (None, r) => Ok(r.map(str::to_string)),
+        }
+    }
+}
+
+/// Which retrieval legs a search uses (the evaluation tool ablates them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Legs {
+    Lexical,
+    Vector,
+    #[default]
+    Hybrid,
+}
+
+/// A search, already scoped.
+#[derive(Clone, Debug)]
+pub struct SearchRequest {
+    pub scope: Scope,
+    pub query: String,
+    pub top_k: Option<usize>,
+    pub legs: Legs,
+    /// Overrides the policy's ranking (evaluation presets).
+    pub ranking: Option<RankingParams>,
+    /// Whether time decay applies (evaluation presets switch it off).
+    pub decay: bool,
+    /// Metadata equality filters, applied to the hydrated memories.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub created_after: Option<DateTime<Utc>>,
+    pub created_before: Option<DateTime<Utc>>,
+    /// Whether returned hits count as accessed (evaluation says no).
+    pub record_access: bool,
+}
+
+impl SearchRequest {
+    pub fn new(scope: Scope, query: impl Into<String>) -> Self {
+        SearchRequest {
+            scope,
+            query: query.into(),
+            top_k: None,
+            legs: Legs::Hybrid,
+            ranking: None,
+            decay: true,
+            metadata: Default::default(),
+            created_after: None,
+            created_before: None,
+            record_access: true,
+        }
+    }
+}
+
+/// Hits and where the time went.
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    pub hits: Vec<Hit>,
+    pub embed_ms: f64,
+    pub total_ms: f64,
+}
+
+/// What start-up (or `reindex`) did to bring the indexes in line with the store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReconcileReport {
+    pub store_indexed: usize,
+    pub lexical_added: usize,
+    pub lexical_removed: usize,
+    pub vector_added: usize,
+    pub vector_removed: usize,
+}
+
+/// Counts for `mnemo stats` and `/metrics`.
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineStats {
+    pub store: StoreStats,
+    pub lexical_docs: usize,
+    pub vector_points: usize,
+    pub embedding_model: String,
+}
+
+/// Where an engine keeps its files.
+#[derive(Clone, Debug)]
+pub struct DataDir(pub PathBuf);
+
+impl DataDir {
+    pub fn database(&self) -> PathBuf {
+        self.0.join("mnemo.db")
+    }
+    pub fn lexical(&self) -> PathBuf {
+        self.0.join("lexical")
+    }
+    pub fn vectors(&self) -> PathBuf {
+        self.0.join("vectors")
+    }
+    pub fn index_meta(&self) -> PathBuf {
+        self.0.join("index_meta.json")
+    }
+}
+
+/// Which embedding model built the vector index; a different model must go
+/// through `reindex`, never mix in one index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexMeta {
+    pub embedding_model: String,
+    pub dim: usize,
+}
+
+impl IndexMeta {
+    pub fn read(path: &Path) -> Result<Option<Self>> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| Error::internal(format!("corrupt {}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(self).map_err(Error::internal)?,
+        )?;
+        std::fs::rename(tmp, path)?;
+        Ok(())
+    }
+}
+
+/// The parts an engine is made of.
+pub struct Parts {
+    pub store: Arc<dyn MemoryStore>,
+    pub lexical: Arc<dyn LexicalIndex>,
+    pub vectors: Arc<dyn VectorIndex>,
+    pub embedder: Arc<dyn Embedder>,
+    pub policy: Arc<Policy>,
+    pub clock: SharedClock,
+}
+
+struct Inner {
+    store: Arc<dyn MemoryStore>,
+    lexical: Arc<dyn LexicalIndex>,
+    vectors: Arc<dyn VectorIndex>,
+    embedder: Arc<dyn Embedder>,
+    policy: Arc<Policy>,
+    clock: SharedClock,
+    /// Bounds concurrent embedding work; beyond it callers get `Overloaded`.
+    embed_permits: Arc<Semaphore>,
+    access_tx: mpsc::Sender<(Vec<Uuid>, DateTime<Utc>)>,
+    writes_since_optimize: AtomicUsize,
+}
+
+/// The memory engine. Cheap to clone; share it.
+#[derive(Clone)]
+pub struct Engine(Arc<Inner>);
+
+/// Most embedding calls waiting or running at once before `Overloaded`.
+const EMBED_QUEUE: usize = 64;
+
+async fn blocking<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("blocking task failed: {e}")))?
+}
+
+impl Engine {
+    /// Assembles an engine from its parts and starts its background tasks
+    /// (access recording). Call [`Engine::reconcile`] before serving.
+    pub fn new(parts: Parts) -> Self {
+        let (access_tx, mut access_rx) = mpsc::channel::<(Vec<Uuid>, DateTime<Utc>)>(1024);
+        let store = parts.store.clone();
+        tokio::spawn(async move {
+            while let Some((ids, at)) = access_rx.recv().await {
+                if let Err(e) = store.record_access(&ids, at).await {
+                    tracing::warn!(error = %e, "recording access failed");
+                }
+            }
+        });
+        Engine(Arc::new(Inner {
+            store: parts.store,
+            lexical: parts.lexical,
+            vectors: parts.vectors,
+            embedder: parts.embedder,
+            policy: parts.policy,
+            clock: parts.clock,
+            embed_permits: Arc::new(Semaphore::new(EMBED_QUEUE)),
+            access_tx,
+            writes_since_optimize: AtomicUsize::new(0),
+        }))
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.0.policy
+    }
+
+    pub fn clock(&self) -> &SharedClock {
+        &self.0.clock
+    }
+
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.0.store
+    }
+
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.0.embedder
+    }
+
+    pub fn lexical(&self) -> &Arc<dyn LexicalIndex> {
+        &self.0.lexical
+    }
+
+    pub fn vectors(&self) -> &Arc<dyn VectorIndex> {
+        &self.0.vectors
+    }
+
+    /// How many embedding calls are queued or running (for `/metrics`).
+    pub fn embedding_queue_depth(&self) -> usize {
+        EMBED_QUEUE - self.0.embed_permits.available_permits()
+    }
+
+    // ----- writes -------------------------------------------------------
+
+    /// Validates a new memory into its stored form (without embedding).
+    fn prepare(&self, actor: &Actor, new: NewMemory, now: DateTime<Utc>) -> Result<Memory> {
+        let policy = &self.0.policy;
+        let tier = new.tier.unwrap_or(Tier::LongTerm);
+        validate_text(&new.text, policy.limits())?;
+        let user_id = match tier {
+            Tier::Reference => {
+                if new.user_id.is_some() {
+                    return Err(Error::invalid(
+                        "user_id",
+                        "reference memory is shared and has no user_id",
+                    ));
+                }
+                if !actor.admin {
+                    return Err(Error::Forbidden(
+                        "only admin keys may write reference memory".into(),
+                    ));
+                }
+                None
+            }
+            _ => {
+                let user = actor.user_for(new.user_id.as_deref())?.ok_or_else(|| {
+                    Error::invalid("user_id", format!("user_id is required for {tier} memory"))
+                })?;
+                validate_id("user_id", &user)?;
+                Some(user)
+            }
+        };
+        if tier == Tier::Working && new.thread_id.is_none() {
+            return Err(Error::invalid(
+                "thread_id",
+                "working memory belongs to a thread: thread_id is required",
+            ));
+        }
+        if let Some(t) = &new.thread_id {
+            validate_id("thread_id", t)?;
+        }
+        let importance = new.importance.unwrap_or(policy.defaults.importance);
+        validate_unit("importance", importance)?;
+        let confidence = new.confidence.unwrap_or(policy.defaults.confidence);
+        validate_unit("confidence", confidence)?;
+        let status = if confidence < policy.lifecycle.pending_below_confidence {
+            Status::Pending
+        } else {
+            Status::Active
+        };
+        let created_at = new.created_at.unwrap_or(now);
+        let expires_at = new.expires_at.or_else(|| {
+            (tier == Tier::Working && policy.lifecycle.working_ttl_days > 0).then(|| {
+                created_at + chrono::Duration::days(policy.lifecycle.working_ttl_days as i64)
+            })
+        });
+        let kind = new.kind.unwrap_or(match tier {
+            Tier::Working => Kind::Message,
+            Tier::LongTerm => Kind::Fact,
+            Tier::Reference => Kind::Document,
+        });
+        Ok(Memory {
+            id: uuid_at(created_at),
+            tenant_id: actor.tenant_id.clone(),
+            tier,
+            user_id,
+            thread_id: new.thread_id,
+            kind,
+            text: new.text,
+            importance,
+            confidence,
+            status,
+            created_at,
+            updated_at: now,
+            last_accessed_at: None,
+            access_count: 0,
+            expires_at,
+            source: new.source,
+            metadata: new.metadata,
+            embedding_model: Some(self.0.embedder.model_id().to_string()),
+            version: 1,
+            supersedes: new.supersedes,
+            superseded_by: None,
+        })
+    }
+
+    /// Adds memories: all are validated before anything is written, then they
+    /// are stored in one transaction and indexed. `refresh` makes them
+    /// searchable before this returns.
+    pub async fn add(
+        &self,
+        actor: &Actor,
+        items: Vec<NewMemory>,
+        refresh: bool,
+    ) -> Result<Vec<Memory>> {
+        if items.is_empty() {
+            return Err(Error::invalid(
+                "memories",
+                "at least one memory is required",
+            ));
+        }
+        if items.len() > self.0.policy.limits.max_batch {
+            return Err(Error::TooLarge {
+                field: "memories",
+                message: format!(
+                    "{} memories in one request; the limit is {} (policy limits.max_batch)",
+                    items.len(),
+                    self.0.policy.limits.max_batch
+                ),
+            });
+        }
+        let now = self.0.clock.now();
+        let memories = items
+            .into_iter()
+            .map(|n| self.prepare(actor, n, now))
+            .collect::<Result<Vec<_>>>()?;
+        let vectors = self.embed_passages(&memories).await?;
+        let events: Vec<AuditEvent> = memories
+            .iter()
+            .map(|m| {
+                let mut e = AuditEvent::for_memory(m, AuditAction::Create, &actor.id, now);
+                e.after_text = Some(m.text.clone());
+                e
+            })
+            .collect();
+        self.0.store.insert(&memories, &events).await?;
+        self.index(&memories, vectors, refresh).await;
+        Ok(memories)
+    }
+
+    /// Embeds memories' texts, using and filling the embedding cache.
+    async fn embed_passages(&self, memories: &[Memory]) -> Result<Vec<Vec<f32>>> {
+        let hashes: Vec<String> = memories.iter().map(|m| text_hash(&m.text)).collect();
+        let model = self.0.embedder.model_id().to_string();
+        let mut cached = self.0.store.cached_embeddings(&model, &hashes).await?;
+        let missing: Vec<(String, String)> = {
+            let mut seen = HashSet::new();
+            memories
+                .iter()
+                .zip(&hashes)
+                .filter(|(_, h)| !cached.contains_key(*h) && seen.insert((*h).clone()))
+                .map(|(m, h)| (h.clone(), m.text.clone()))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let _permit = self.embed_permit()?;
+            let embedder = self.0.embedder.clone();
+            let batch = self.0.policy.indexing.embed_batch;
+            let texts: Vec<String> = missing.iter().map(|(_, t)| t.clone()).collect();
+            let fresh = blocking(move || {
+                let mut out = Vec::with_capacity(texts.len());
+                for chunk in texts.chunks(batch) {
+                    let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+                    out.extend(embedder.embed_passages(&refs)?);
+                }
+                Ok(out)
+            })
+            .await?;
+            let entries: Vec<(String, Vec<f32>)> =
+                missing.into_iter().map(|(h, _)| h).zip(fresh).collect();
+            self.0.store.cache_embeddings(&model, &entries).await?;
+            cached.extend(entries);
+        }
+        hashes
+            .iter()
+            .map(|h| {
+                cached
+                    .get(h)
+                    .cloned()
+                    .ok_or_else(|| Error::internal("embedding missing after embedding"))
+            })
+            .collect()
+    }
+
+    fn embed_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        self.0
+            .embed_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Error::Overloaded {
+                message: "too many embedding requests in flight".into(),
+                retry_after_secs: 1,
+            })
+    }
+
+    /// Brings both indexes in line with these memories: indexed statuses are
+    /// upserted, others removed. Failures are logged, not returned: the store
+    /// already holds the truth and `reconcile` repairs the indexes.
+    async fn index(&self, memories: &[Memory], vectors: Vec<Vec<f32>>, refresh: bool) {
+        if let Err(e) = self.try_index(memories, vectors, refresh).await {
+            tracing::error!(error = %e, count = memories.len(), "index update failed; reconcile will repair it");
+        }
+    }
+
+    async fn try_index(
+        &self,
+        memories: &[Memory],
+        vectors: Vec<Vec<f32>>,
+        refresh: bool,
+    ) -> Result<()> {
+        let mut docs = Vec::new();
+        let mut points = Vec::new();
+        let mut removed = Vec::new();
+        for (m, v) in memories.iter().zip(vectors) {
+            if m.status.is_indexed() {
+                docs.push(lexical_doc(m));
+                points.push(vector_point(m, v));
+            } else {
+                removed.push(m.id);
+            }
+        }
+        let lexical = self.0.lexical.clone();
+        let vectors_ix = self.0.vectors.clone();
+        let n = docs.len() + removed.len();
+        blocking(move || {
+            if !removed.is_empty() {
+                lexical.delete(&removed)?;
+                vectors_ix.delete(&removed)?;
+            }
+            if !docs.is_empty() {
+                lexical.upsert(docs)?;
+                vectors_ix.upsert(points)?;
+            }
+            if refresh {
+                lexical.commit()?;
+            }
+            Ok(())
+        })
+        .await?;
+        self.0.writes_since_optimize.fetch_add(n, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Removes memories from both indexes (status left the indexed set).
+    async fn unindex(&self, ids: Vec<Uuid>, refresh: bool) {
+        let lexical = self.0.lexical.clone();
+        let vectors = self.0.vectors.clone();
+        let r = blocking(move || {
+            lexical.delete(&ids)?;
+            vectors.delete(&ids)?;
+            if refresh {
+                lexical.commit()?;
+            }
+            Ok(())
+        })
+        .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "index delete failed; reconcile will repair it");
+        }
+    }
+
+    /// Reads one memory the actor may see.
+    pub async fn get(&self, actor: &Actor, id: Uuid) -> Result<Memory> {
+        match self.0.store.get(id).await? {
+            Some(m) if actor.can_read(&m) => Ok(m),
+            // Another tenant's or user's memory is indistinguishable from none.
+            _ => Err(Error::not_found(format!("memory {id}"))),
+        }
+    }
+
+    /// Changes a memory's text, importance, metadata or expiry. A text change
+    /// re-embeds and re-indexes it.
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        id: Uuid,
+        patch: MemoryPatch,
+        refresh: bool,
+    ) -> Result<Memory> {
+        let old = self.get(actor, id).await?;
+        if !actor.can_write(&old) {
+            return Err(Error::Forbidden(
+                "only admin keys may change reference memory".into(),
+            ));
+        }
+        if let Some(t) = &patch.text {
+            validate_text(t, self.0.policy.limits())?;
+        }
+        if let Some(i) = patch.importance {
+            validate_unit("importance", i)?;
+        }
+        let now = self.0.clock.now();
+        let mut new = old.clone();
+        if let Some(t) = patch.text {
+            new.text = t;
+        }
+        if let Some(i) = patch.importance {
+            new.importance = i;
+        }
+        if let Some(md) = patch.metadata {
+            new.metadata = md;
+        }
+        if let Some(e) = patch.expires_at {
+            new.expires_at = e;
+        }
+        new.updated_at = now;
+        new.version = old.version + 1;
+        let text_changed = new.text != old.text;
+        let vectors = self.embed_passages(std::slice::from_ref(&new)).await?;
+        let mut event = AuditEvent::for_memory(&new, AuditAction::Update, &actor.id, now);
+        if text_changed {
+            event.before_text = Some(old.text.clone());
+            event.after_text = Some(new.text.clone());
+        }
+        self.0
+            .store
+            .update(&[(new.clone(), old.version)], &[event])
+            .await?;
+        self.index(std::slice::from_ref(&new), vectors, refresh)
+            .await;
+        Ok(new)
+    }
+
+    /// Moves a memory to another status (soft delete, restore, lifecycle
+    /// transitions), audited, and brings the indexes in line.
+    pub async fn set_status(
+        &self,
+        actor: &Actor,
+        id: Uuid,
+        status: Status,
+        action: AuditAction,
+        refresh: bool,
+    ) -> Result<Memory> {
+        let old = self.get(actor, id).await?;
+        if !actor.can_write(&old) {
+            return Err(Error::Forbidden(
+                "only admin keys may change reference memory".into(),
+            ));
+        }
+        let now = self.0.clock.now();
+        let mut new = old.clone();
+        new.status = status;
+        new.updated_at = now;
+        new.version = old.version + 1;
+        let mut event = AuditEvent::for_memory(&new, action, &actor.id, now);
+        event.details = serde_json::json!({"from": old.status, "to": status});
+        self.0
+            .store
+            .update(&[(new.clone(), old.version)], &[event])
+            .await?;
+        if status.is_indexed() {
+            let vectors = self.embed_passages(std::slice::from_ref(&new)).await?;
+            self.index(std::slice::from_ref(&new), vectors, refresh)
+                .await;
+        } else {
+            self.unindex(vec![id], refresh).await;
+        }
+        Ok(new)
+    }
+
+    /// Soft-deletes a memory: kept in the store with its history, gone from
+    /// retrieval, restorable.
+    pub async fn delete(&self, actor: &Actor, id: Uuid) -> Result<Memory> {
+        self.set_status(actor, id, Status::Deleted, AuditAction::Delete, true)
+            .await
+    }
+
+    pub async fn list(&self, actor: &Actor, mut query: ListQuery) -> Result<Vec<Memory>> {
+        query.tenant_id = actor.tenant_id.clone();
+        if query.tier != Some(Tier::Reference) {
+            query.user_id = actor.user_for(query.user_id.as_deref())?;
+        }
+        if let Some(u) = &query.user_id {
+            validate_id("user_id", u)?;
+        }
+        self.0.store.list(&query).await
+    }
+
+    pub async fn history(&self, actor: &Actor, id: Uuid) -> Result<Vec<AuditEvent>> {
+        self.get(actor, id).await?;
+        self.0.store.history(id).await
+    }
+
+    /// Makes every write so far searchable (tests, `refresh`, shutdown).
+    pub async fn commit(&self) -> Result<()> {
+        let lexical = self.0.lexical.clone();
+        let vectors = self.0.vectors.clone();
+        blocking(move || {
+            lexical.commit()?;
+            vectors.flush()
+        })
+        .await
+    }
+
+    // ----- reads --------------------------------------------------------
+
+    /// Hybrid search within a scope.
+    pub async fn search(&self, req: SearchRequest) -> Result<SearchResult> {
+        let started = Instant::now();
+        req.scope.validate()?;
+        let query = req.query.trim().to_string();
+        if query.is_empty() {
+            return Err(Error::invalid("query", "query must not be empty"));
+        }
+        validate_text(&query, self.0.policy.limits())?;
+        let policy = &self.0.policy;
+        let top_k = req.top_k.unwrap_or(policy.retrieval.default_top_k);
+        if top_k == 0 || top_k > policy.retrieval.max_top_k {
+            return Err(Error::invalid(
+                "top_k",
+                format!("top_k must be between 1 and {}", policy.retrieval.max_top_k),
+            ));
+        }
+        let n = policy.candidates(top_k);
+        let filter = req.scope.filter();
+        if filter.clauses.is_empty() {
+            return Ok(SearchResult {
+                hits: vec![],
+                embed_ms: 0.0,
+                total_ms: 0.0,
+            });
+        }
+
+        let lexical_leg = async {
+            if req.legs == Legs::Vector {
+                return Ok(Vec::new());
+            }
+            let lexical = self.0.lexical.clone();
+            let (q, f) = (query.clone(), filter.clone());
+            blocking(move || lexical.search(&q, &f, n)).await
+        };
+        let vector_leg = async {
+            if req.legs == Legs::Lexical {
+                return Ok((Vec::new(), 0.0));
+            }
+            let _permit = self.embed_permit()?;
+            let embedder = self.0.embedder.clone();
+            let vectors = self.0.vectors.clone();
+            let (q, f) = (query.clone(), filter.clone());
+            let min_sim = policy.retrieval.min_vector_similarity;
+            blocking(move || {
+                let t = Instant::now();
+                let v = embedder.embed_query(&q)?;
+                let embed_ms = t.elapsed().as_secs_f64() * 1e3;
+                let mut hits = vectors.search(&v, &f, n)?;
+                hits.retain(|(_, s)| *s >= min_sim);
+                Ok((hits, embed_ms))
+            })
+            .await
+        };
+        let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
+        let lexical: Candidates = lexical?;
+        let (vector, embed_ms): (Candidates, f64) = vector?;
+
+        let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
+        let fused = ranking::fuse(&lexical, &vector, params.fusion);
+        let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
+        let now = self.0.clock.now();
+        let mut memories = self.0.store.get_many(&ids).await?;
+        // The store is the truth: re-check scope, status and expiry there, so
+        // that index lag can never return another user's or a deleted memory.
+        memories.retain(|_, m| {
+            filter.matches(&m.owner(), m.tier, m.thread_id.as_deref(), m.status, m.kind)
+                && m.tenant_id == req.scope.tenant_id
+                && m.expires_at.is_none_or(|e| e > now)
+                && req.created_after.is_none_or(|a| m.created_at >= a)
+                && req.created_before.is_none_or(|b| m.created_at < b)
+                && req
+                    .metadata
+                    .iter()
+                    .all(|(k, v)| m.metadata.get(k) == Some(v))
+        });
+        let use_decay = req.decay;
+        let hits = ranking::rank(
+            fused,
+            &memories,
+            now,
+            &params,
+            |m| {
+                if use_decay {
+                    policy.half_life_days(m)
+                } else {
+                    None
+                }
+            },
+            top_k,
+        );
+        if req.record_access && !hits.is_empty() {
+            let ids = hits.iter().map(|h| h.memory.id).collect();
+            // Off the request path; if the recorder is saturated, skip.
+            let _ = self.0.access_tx.try_send((ids, now));
+        }
+        Ok(SearchResult {
+            hits,
+            embed_ms,
+            total_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    // ----- maintenance --------------------------------------------------
+
+    /// Repairs divergence between the store and the indexes: indexes missing
+    /// or holding a stale version of an indexed memory get it (re-embedded);
+    /// entries the store no longer indexes are removed.
+    pub async fn reconcile(&self) -> Result<ReconcileReport> {
+        let truth: HashMap<Uuid, i64> =
+            self.0.store.indexed_versions().await?.into_iter().collect();
+        let lexical = self.0.lexical.clone();
+        let vectors = self.0.vectors.clone();
+        let (lex_entries, vec_entries) = blocking(move || {
+            lexical.commit()?;
+            Ok((lexical.entries()?, vectors.entries()?))
+        })
+        .await?;
+        let diff = |entries: &[(Uuid, i64)]| {
+            let have: HashMap<Uuid, i64> = entries.iter().copied().collect();
+            let extra: Vec<Uuid> = entries
+                .iter()
+                .filter(|(id, _)| !truth.contains_key(id))
+                .map(|(id, _)| *id)
+                .collect();
+            let missing: Vec<Uuid> = truth
+                .iter()
+                .filter(|(id, v)| have.get(id) != Some(v))
+                .map(|(id, _)| *id)
+                .collect();
+            (extra, missing)
+        };
+        let (lex_extra, lex_missing) = diff(&lex_entries);
+        let (vec_extra, vec_missing) = diff(&vec_entries);
+        let report = ReconcileReport {
+            store_indexed: truth.len(),
+            lexical_added: lex_missing.len(),
+            lexical_removed: lex_extra.len(),
+            vector_added: vec_missing.len(),
+            vector_removed: vec_extra.len(),
+        };
+        let lexical = self.0.lexical.clone();
+        let vectors = self.0.vectors.clone();
+        blocking(move || {
+            lexical.delete(&lex_extra)?;
+            vectors.delete(&vec_extra)?;
+            Ok(())
+        })
+        .await?;
+        let lex_missing: HashSet<Uuid> = lex_missing.into_iter().collect();
+        let vec_missing: HashSet<Uuid> = vec_missing.into_iter().collect();
+        let mut todo: Vec<Uuid> = lex_missing.union(&vec_missing).copied().collect();
+        todo.sort();
+        for chunk in todo.chunks(1000) {
+            let found = self.0.store.get_many(chunk).await?;
+            let mems: Vec<Memory> = chunk
+                .iter()
+                .filter_map(|id| found.get(id).cloned())
+                .collect();
+            let vecs = self.embed_passages(&mems).await?;
+            let mut docs = Vec::new();
+            let mut points = Vec::new();
+            for (m, v) in mems.iter().zip(vecs) {
+                if lex_missing.contains(&m.id) {
+                    docs.push(lexical_doc(m));
+                }
+                if vec_missing.contains(&m.id) {
+                    points.push(vector_point(m, v));
+                }
+            }
+            let lexical = self.0.lexical.clone();
+            let vectors = self.0.vectors.clone();
+            blocking(move || {
+                lexical.upsert(docs)?;
+                vectors.upsert(points)
+            })
+            .await?;
+        }
+        self.commit().await?;
+        if report
+            != (ReconcileReport {
+                store_indexed: report.store_indexed,
+                ..Default::default()
+            })
+        {
+            tracing::info!(?report, "indexes repaired from the store");
+        }
+        Ok(report)
+    }
+
+    /// Rebuilds both indexes from the store, re-embedding with the current
+    /// model (cached embeddings of the same model are reused).
+    pub async fn reindex(&self, mut progress: impl FnMut(usize, usize)) -> Result<usize> {
+        let total = self.0.store.indexed_versions().await?.len();
+        let lexical = self.0.lexical.clone();
+        let vectors = self.0.vectors.clone();
+        blocking(move || {
+            lexical.clear()?;
+            vectors.clear()
+        })
+        .await?;
+        let mut after = None;
+        let mut done = 0;
+        loop {
+            let batch = self.0.store.scan_indexed(after, 512).await?;
+            let Some(last) = batch.last() else { break };
+            after = Some(last.id);
+            let vecs = self.embed_passages(&batch).await?;
+            self.try_index(&batch, vecs, false).await?;
+            done += batch.len();
+            progress(done, total);
+        }
+        self.commit().await?;
+        self.optimize().await?;
+        Ok(done)
+    }
+
+    /// Builds the vector index's search structures; run by a background task.
+    pub async fn optimize(&self) -> Result<()> {
+        let vectors = self.0.vectors.clone();
+        self.0.writes_since_optimize.store(0, Ordering::Relaxed);
+        blocking(move || vectors.optimize()).await
+    }
+
+    /// Starts the background optimiser: after enough writes, at most once per
+    /// interval, off the request path.
+    pub fn spawn_optimizer(&self) -> tokio::task::JoinHandle<()> {
+        let engine = self.clone();
+        let every = Duration::from_secs(self.0.policy.indexing.optimize_interval_secs.max(1));
+        let threshold = self.0.policy.indexing.optimize_after_writes;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                if engine.0.writes_since_optimize.load(Ordering::Relaxed) >= threshold {
+                    if let Err(e) = engine.optimize().await {
+                        tracing::warn!(error = %e, "vector index optimisation failed");
+                    }
+                }
+            }
+        })
+    }
+
+    pub async fn stats(&self) -> Result<EngineStats> {
+        let store = self.0.store.stats().await?;
+        let lexical = self.0.lexical.clone();
+        let vectors = self.0.vectors.clone();
+        let (lexical_docs, vector_points) =
+            blocking(move || Ok((lexical.entries()?.len(), vectors.entries()?.len()))).await?;
+        Ok(EngineStats {
+            store,
+            lexical_docs,
+            vector_points,
+            embedding_model: self.0.embedder.model_id().to_string(),
+        })
+    }
+
+    /// Commits indexes and checkpoints the store; call at shutdown.
+    pub async fn shutdown(&self) -> Result<()> {
+        self.commit().await?;
+        self.0.store.close().await
+    }
+}
+
+/// A UUID v7 whose timestamp is the memory's creation time (back-dated
+/// imports keep their order).
+fn uuid_at(t: DateTime<Utc>) -> Uuid {
+    let ms = t.timestamp_millis().max(0) as u64;
+    let ts =
+        uuid::Timestamp::from_unix(uuid::NoContext, ms / 1000, ((ms % 1000) * 1_000_000) as u32);
+    Uuid::new_v7(ts)
+}
+
+pub(crate) fn lexical_doc(m: &Memory) -> LexicalDoc {
+    LexicalDoc {
+        id: m.id,
+        text: m.text.clone(),
+        owner: m.owner(),
+        tier: m.tier,
+        thread_id: m.thread_id.clone(),
+        status: m.status,
+        kind: m.kind,
+        version: m.version,
+    }
+}
+
+pub(crate) fn vector_point(m: &Memory, vector: Vec<f32>) -> VectorPoint {
+    VectorPoint {
+        id: m.id,
+        vector,
+        owner: m.owner(),
+        tier: m.tier,
+        thread_id: m.thread_id.clone(),
+        status: m.status,
+        kind: m.kind,
+        created_at_ms: m.created_at.timestamp_millis(),
+        importance: m.importance,
+        version: m.version,
+    }
+}

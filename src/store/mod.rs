@@ -1,0 +1,178 @@
+//! The memory store: the source of truth. Every write commits here first; the
+//! search indexes are derived from it and can be rebuilt from it at any time.
+//!
+//! Contract, for every backend (SQLite now, PostgreSQL beside it later):
+//! - `insert` and `update` are atomic with their audit events: all or nothing.
+//! - `update` is optimistic: it fails with `Conflict` when the stored version is
+//!   not the one the caller read, so concurrent writers never lose a change.
+//! - Deletes here are status changes (soft); physical erasure is a separate,
+//!   explicit operation (the lifecycle's "forget all my data").
+//! - `indexed_versions` lists exactly the memories the indexes should hold
+//!   (status active or pending), so that divergence can be repaired.
+//!
+//! The trait is async; backends use sqlx pools and are safe to share.
+
+pub mod sqlite;
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::{Kind, Memory, Status, Tier};
+use crate::error::Result;
+
+/// What happened to a memory, for its history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditAction {
+    Create,
+    Update,
+    Supersede,
+    Confirm,
+    Reject,
+    Reinforce,
+    Expire,
+    Archive,
+    Delete,
+    Restore,
+    Access,
+}
+
+impl AuditAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditAction::Create => "create",
+            AuditAction::Update => "update",
+            AuditAction::Supersede => "supersede",
+            AuditAction::Confirm => "confirm",
+            AuditAction::Reject => "reject",
+            AuditAction::Reinforce => "reinforce",
+            AuditAction::Expire => "expire",
+            AuditAction::Archive => "archive",
+            AuditAction::Delete => "delete",
+            AuditAction::Restore => "restore",
+            AuditAction::Access => "access",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        use AuditAction::*;
+        [
+            Create, Update, Supersede, Confirm, Reject, Reinforce, Expire, Archive, Delete,
+            Restore, Access,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub memory_id: Uuid,
+    pub tenant_id: String,
+    pub user_id: Option<String>,
+    pub action: AuditAction,
+    /// Who did it: an API key id, `cli`, `system` (jobs).
+    pub actor: String,
+    pub at: DateTime<Utc>,
+    pub before_text: Option<String>,
+    pub after_text: Option<String>,
+    pub details: serde_json::Value,
+}
+
+impl AuditEvent {
+    pub fn for_memory(
+        memory: &Memory,
+        action: AuditAction,
+        actor: &str,
+        at: DateTime<Utc>,
+    ) -> Self {
+        AuditEvent {
+            memory_id: memory.id,
+            tenant_id: memory.tenant_id.clone(),
+            user_id: memory.user_id.clone(),
+            action,
+            actor: actor.to_string(),
+            at,
+            before_text: None,
+            after_text: None,
+            details: serde_json::Value::Object(Default::default()),
+        }
+    }
+}
+
+/// A listing query: one tenant, optionally narrowed; cursor = the last id seen.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    pub tenant_id: String,
+    /// `None` lists reference memory (user_id IS NULL) when `tier` is reference,
+    /// or every owner of the tenant otherwise (admin listings).
+    pub user_id: Option<String>,
+    pub tier: Option<Tier>,
+    pub status: Option<Status>,
+    pub thread_id: Option<String>,
+    pub kind: Option<Kind>,
+    pub document_id: Option<String>,
+    pub after: Option<Uuid>,
+    pub limit: usize,
+}
+
+/// Counts by tier and status.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StoreStats {
+    pub by_tier_status: Vec<(Tier, Status, u64)>,
+    pub audit_events: u64,
+    pub cached_embeddings: u64,
+}
+
+impl StoreStats {
+    pub fn total(&self) -> u64 {
+        self.by_tier_status.iter().map(|(_, _, n)| n).sum()
+    }
+}
+
+#[async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// Inserts memories and their audit events in one transaction.
+    async fn insert(&self, memories: &[Memory], events: &[AuditEvent]) -> Result<()>;
+    async fn get(&self, id: Uuid) -> Result<Option<Memory>>;
+    /// The memories among `ids` that exist, in no particular order.
+    async fn get_many(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>>;
+    /// Replaces memories whose stored version equals `expected_version`
+    /// (each gets `version = expected + 1`), with events, in one transaction.
+    /// A version mismatch fails the whole call with `Conflict`.
+    async fn update(&self, changes: &[(Memory, i64)], events: &[AuditEvent]) -> Result<()>;
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Memory>>;
+    async fn history(&self, memory_id: Uuid) -> Result<Vec<AuditEvent>>;
+    /// (id, version) of every memory the indexes should hold.
+    async fn indexed_versions(&self) -> Result<Vec<(Uuid, i64)>>;
+    /// Indexed memories in id order after `after`, for rebuilding indexes.
+    async fn scan_indexed(&self, after: Option<Uuid>, limit: usize) -> Result<Vec<Memory>>;
+    /// Bumps access counters; not audited and not a version change.
+    async fn record_access(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()>;
+    /// Active or pending memories of an owner with the same text hash.
+    async fn find_by_text_hash(
+        &self,
+        tenant_id: &str,
+        user_id: Option<&str>,
+        text_sha256: &str,
+    ) -> Result<Vec<Memory>>;
+    async fn stats(&self) -> Result<StoreStats>;
+    async fn cached_embeddings(
+        &self,
+        model_id: &str,
+        hashes: &[String],
+    ) -> Result<HashMap<String, Vec<f32>>>;
+    async fn cache_embeddings(&self, model_id: &str, entries: &[(String, Vec<f32>)]) -> Result<()>;
+    /// Flushes anything buffered (WAL checkpoint) before shutdown.
+    async fn close(&self) -> Result<()>;
+}
+
+/// The SHA-256 of a text, hex: the dedup and embedding-cache key.
+pub fn text_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(text.as_bytes()))
+}

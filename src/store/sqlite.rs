@@ -1,0 +1,477 @@
+//! SQLite backend of the store: one file in the data directory, WAL mode,
+//! migrations from `migrations/sqlite` applied at open. `secure_delete` is on,
+//! so freed pages are zeroed and erased text does not linger in the file.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeZone, Utc};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
+use uuid::Uuid;
+
+use super::{text_hash, AuditAction, AuditEvent, ListQuery, MemoryStore, StoreStats};
+use crate::domain::{Memory, Source, Status, Tier};
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+pub(crate) fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub(crate) fn from_ms(v: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(v).single().unwrap_or_default()
+}
+
+fn parse_uuid(s: &str) -> Result<Uuid> {
+    Uuid::parse_str(s).map_err(|e| Error::internal(format!("corrupt id `{s}` in store: {e}")))
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and applies migrations.
+    pub async fn open(path: &Path) -> Result<Self> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .pragma("secure_delete", "ON")
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+        Ok(SqliteStore { pool })
+    }
+
+    /// An in-memory database (tests).
+    pub async fn in_memory() -> Result<Self> {
+        let options =
+            SqliteConnectOptions::from_str("sqlite::memory:")?.pragma("secure_delete", "ON");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+        Ok(SqliteStore { pool })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+const COLUMNS: &str =
+    "id, tenant_id, tier, user_id, thread_id, kind, text, importance, confidence, status, \
+    created_at, updated_at, last_accessed_at, access_count, expires_at, source, metadata, \
+    embedding_model, version, supersedes, superseded_by";
+
+fn row_to_memory(row: &sqlx::sqlite::SqliteRow) -> Result<Memory> {
+    let tier: String = row.try_get("tier")?;
+    let kind: String = row.try_get("kind")?;
+    let status: String = row.try_get("status")?;
+    let source: String = row.try_get("source")?;
+    let metadata: String = row.try_get("metadata")?;
+    let opt_uuid = |col: &str| -> Result<Option<Uuid>> {
+        let v: Option<String> = row.try_get(col)?;
+        v.as_deref().map(parse_uuid).transpose()
+    };
+    Ok(Memory {
+        id: parse_uuid(&row.try_get::<String, _>("id")?)?,
+        tenant_id: row.try_get("tenant_id")?,
+        tier: Tier::from_str(&tier).map_err(Error::internal)?,
+        user_id: row.try_get("user_id")?,
+        thread_id: row.try_get("thread_id")?,
+        kind: kind.parse().map_err(Error::internal)?,
+        text: row.try_get("text")?,
+        importance: row.try_get::<f64, _>("importance")? as f32,
+        confidence: row.try_get::<f64, _>("confidence")? as f32,
+        status: status.parse().map_err(Error::internal)?,
+        created_at: from_ms(row.try_get("created_at")?),
+        updated_at: from_ms(row.try_get("updated_at")?),
+        last_accessed_at: row
+            .try_get::<Option<i64>, _>("last_accessed_at")?
+            .map(from_ms),
+        access_count: row.try_get::<i64, _>("access_count")? as u64,
+        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(from_ms),
+        source: serde_json::from_str::<Source>(&source).map_err(Error::internal)?,
+        metadata: serde_json::from_str(&metadata).map_err(Error::internal)?,
+        embedding_model: row.try_get("embedding_model")?,
+        version: row.try_get("version")?,
+        supersedes: opt_uuid("supersedes")?,
+        superseded_by: opt_uuid("superseded_by")?,
+    })
+}
+
+fn row_to_event(row: &sqlx::sqlite::SqliteRow) -> Result<AuditEvent> {
+    let action: String = row.try_get("action")?;
+    let details: String = row.try_get("details")?;
+    Ok(AuditEvent {
+        memory_id: parse_uuid(&row.try_get::<String, _>("memory_id")?)?,
+        tenant_id: row.try_get("tenant_id")?,
+        user_id: row.try_get("user_id")?,
+        action: AuditAction::parse(&action)
+            .ok_or_else(|| Error::internal(format!("unknown audit action `{action}`")))?,
+        actor: row.try_get("actor")?,
+        at: from_ms(row.try_get("at")?),
+        before_text: row.try_get("before_text")?,
+        after_text: row.try_get("after_text")?,
+        details: serde_json::from_str(&details).map_err(Error::internal)?,
+    })
+}
+
+async fn insert_events(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    events: &[AuditEvent],
+) -> Result<()> {
+    for e in events {
+        sqlx::query(
+            "INSERT INTO audit_events (memory_id, tenant_id, user_id, action, actor, at, before_text, after_text, details) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(e.memory_id.to_string())
+        .bind(&e.tenant_id)
+        .bind(&e.user_id)
+        .bind(e.action.as_str())
+        .bind(&e.actor)
+        .bind(ms(e.at))
+        .bind(&e.before_text)
+        .bind(&e.after_text)
+        .bind(e.details.to_string())
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+fn json_text<T: serde::Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(Error::internal)
+}
+
+#[async_trait]
+impl MemoryStore for SqliteStore {
+    async fn insert(&self, memories: &[Memory], events: &[AuditEvent]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for m in memories {
+            sqlx::query(&format!(
+                "INSERT INTO memories ({COLUMNS}, text_sha256) VALUES \
+                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
+            ))
+            .bind(m.id.to_string())
+            .bind(&m.tenant_id)
+            .bind(m.tier.as_str())
+            .bind(&m.user_id)
+            .bind(&m.thread_id)
+            .bind(m.kind.as_str())
+            .bind(&m.text)
+            .bind(m.importance as f64)
+            .bind(m.confidence as f64)
+            .bind(m.status.as_str())
+            .bind(ms(m.created_at))
+            .bind(ms(m.updated_at))
+            .bind(m.last_accessed_at.map(ms))
+            .bind(m.access_count as i64)
+            .bind(m.expires_at.map(ms))
+            .bind(json_text(&m.source)?)
+            .bind(json_text(&m.metadata)?)
+            .bind(&m.embedding_model)
+            .bind(m.version)
+            .bind(m.supersedes.map(|u| u.to_string()))
+            .bind(m.superseded_by.map(|u| u.to_string()))
+            .bind(text_hash(&m.text))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.is_unique_violation() => {
+                    Error::Conflict(format!("memory {} already exists", m.id))
+                }
+                _ => Error::Store(e),
+            })?;
+        }
+        insert_events(&mut tx, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn get(&self, id: Uuid) -> Result<Option<Memory>> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM memories WHERE id = $1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(row_to_memory).transpose()
+    }
+
+    async fn get_many(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>> {
+        let mut out = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let mut qb: QueryBuilder<Sqlite> =
+                QueryBuilder::new(format!("SELECT {COLUMNS} FROM memories WHERE id IN ("));
+            let mut sep = qb.separated(", ");
+            for id in chunk {
+                sep.push_bind(id.to_string());
+            }
+            qb.push(")");
+            for row in qb.build().fetch_all(&self.pool).await? {
+                let m = row_to_memory(&row)?;
+                out.insert(m.id, m);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn update(&self, changes: &[(Memory, i64)], events: &[AuditEvent]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for (m, expected) in changes {
+            let done = sqlx::query(
+                "UPDATE memories SET thread_id = $1, kind = $2, text = $3, text_sha256 = $4, importance = $5, \
+                 confidence = $6, status = $7, updated_at = $8, last_accessed_at = $9, access_count = $10, \
+                 expires_at = $11, source = $12, metadata = $13, embedding_model = $14, version = $15, \
+                 supersedes = $16, superseded_by = $17 \
+                 WHERE id = $18 AND version = $19",
+            )
+            .bind(&m.thread_id)
+            .bind(m.kind.as_str())
+            .bind(&m.text)
+            .bind(text_hash(&m.text))
+            .bind(m.importance as f64)
+            .bind(m.confidence as f64)
+            .bind(m.status.as_str())
+            .bind(ms(m.updated_at))
+            .bind(m.last_accessed_at.map(ms))
+            .bind(m.access_count as i64)
+            .bind(m.expires_at.map(ms))
+            .bind(json_text(&m.source)?)
+            .bind(json_text(&m.metadata)?)
+            .bind(&m.embedding_model)
+            .bind(expected + 1)
+            .bind(m.supersedes.map(|u| u.to_string()))
+            .bind(m.superseded_by.map(|u| u.to_string()))
+            .bind(m.id.to_string())
+            .bind(expected)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() != 1 {
+                return Err(Error::Conflict(format!(
+                    "memory {} changed concurrently (expected version {expected}); read it again",
+                    m.id
+                )));
+            }
+        }
+        insert_events(&mut tx, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn list(&self, q: &ListQuery) -> Result<Vec<Memory>> {
+        let mut qb: QueryBuilder<Sqlite> =
+            QueryBuilder::new(format!("SELECT {COLUMNS} FROM memories WHERE tenant_id = "));
+        qb.push_bind(q.tenant_id.clone());
+        match (&q.user_id, q.tier) {
+            (Some(u), _) => {
+                qb.push(" AND user_id = ").push_bind(u.clone());
+            }
+            (None, Some(Tier::Reference)) => {
+                qb.push(" AND user_id IS NULL");
+            }
+            (None, _) => {}
+        }
+        if let Some(t) = q.tier {
+            qb.push(" AND tier = ").push_bind(t.as_str());
+        }
+        if let Some(s) = q.status {
+            qb.push(" AND status = ").push_bind(s.as_str());
+        }
+        if let Some(t) = &q.thread_id {
+            qb.push(" AND thread_id = ").push_bind(t.clone());
+        }
+        if let Some(k) = q.kind {
+            qb.push(" AND kind = ").push_bind(k.as_str());
+        }
+        if let Some(d) = &q.document_id {
+            qb.push(" AND json_extract(source, '$.document_id') = ")
+                .push_bind(d.clone());
+        }
+        if let Some(after) = q.after {
+            qb.push(" AND id > ").push_bind(after.to_string());
+        }
+        qb.push(" ORDER BY id LIMIT ").push_bind(q.limit as i64);
+        qb.build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(row_to_memory)
+            .collect()
+    }
+
+    async fn history(&self, memory_id: Uuid) -> Result<Vec<AuditEvent>> {
+        sqlx::query("SELECT * FROM audit_events WHERE memory_id = $1 ORDER BY seq")
+            .bind(memory_id.to_string())
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(row_to_event)
+            .collect()
+    }
+
+    async fn indexed_versions(&self) -> Result<Vec<(Uuid, i64)>> {
+        sqlx::query("SELECT id, version FROM memories WHERE status IN ('active', 'pending')")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| Ok((parse_uuid(&r.try_get::<String, _>(0)?)?, r.try_get(1)?)))
+            .collect()
+    }
+
+    async fn scan_indexed(&self, after: Option<Uuid>, limit: usize) -> Result<Vec<Memory>> {
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM memories WHERE status IN ('active', 'pending') AND id > $1 ORDER BY id LIMIT $2"
+        ))
+        .bind(after.map(|u| u.to_string()).unwrap_or_default())
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row_to_memory)
+        .collect()
+    }
+
+    async fn record_access(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ",
+        );
+        qb.push_bind(ms(at)).push(" WHERE id IN (");
+        let mut sep = qb.separated(", ");
+        for id in ids {
+            sep.push_bind(id.to_string());
+        }
+        qb.push(")");
+        qb.build().execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn find_by_text_hash(
+        &self,
+        tenant_id: &str,
+        user_id: Option<&str>,
+        text_sha256: &str,
+    ) -> Result<Vec<Memory>> {
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM memories WHERE tenant_id = $1 AND user_id IS $2 AND text_sha256 = $3 \
+             AND status IN ('active', 'pending') ORDER BY id"
+        ))
+        .bind(tenant_id)
+        .bind(user_id)
+        .bind(text_sha256)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row_to_memory)
+        .collect()
+    }
+
+    async fn stats(&self) -> Result<StoreStats> {
+        let rows = sqlx::query("SELECT tier, status, COUNT(*) FROM memories GROUP BY tier, status ORDER BY tier, status")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut by_tier_status = Vec::with_capacity(rows.len());
+        for r in rows {
+            let tier: String = r.try_get(0)?;
+            let status: String = r.try_get(1)?;
+            let n: i64 = r.try_get(2)?;
+            by_tier_status.push((
+                tier.parse().map_err(Error::internal)?,
+                status.parse::<Status>().map_err(Error::internal)?,
+                n as u64,
+            ));
+        }
+        let audit_events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_events")
+            .fetch_one(&self.pool)
+            .await?;
+        let cached: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM embedding_cache")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(StoreStats {
+            by_tier_status,
+            audit_events: audit_events as u64,
+            cached_embeddings: cached as u64,
+        })
+    }
+
+    async fn cached_embeddings(
+        &self,
+        model_id: &str,
+        hashes: &[String],
+    ) -> Result<HashMap<String, Vec<f32>>> {
+        let mut out = HashMap::new();
+        for chunk in hashes.chunks(500) {
+            let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+                "SELECT text_sha256, vector FROM embedding_cache WHERE model_id = ",
+            );
+            qb.push_bind(model_id.to_string())
+                .push(" AND text_sha256 IN (");
+            let mut sep = qb.separated(", ");
+            for h in chunk {
+                sep.push_bind(h.clone());
+            }
+            qb.push(")");
+            for row in qb.build().fetch_all(&self.pool).await? {
+                let hash: String = row.try_get(0)?;
+                let blob: Vec<u8> = row.try_get(1)?;
+                out.insert(hash, decode_vector(&blob));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn cache_embeddings(&self, model_id: &str, entries: &[(String, Vec<f32>)]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for (hash, vector) in entries {
+            sqlx::query(
+                "INSERT OR REPLACE INTO embedding_cache (model_id, text_sha256, vector) VALUES ($1, $2, $3)",
+            )
+            .bind(model_id)
+            .bind(hash)
+            .bind(encode_vector(vector))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn close(&self) -> Result<()> {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await?;
+        self.pool.close().await;
+        Ok(())
+    }
+}
+
+/// Vectors are stored as little-endian f32 bytes.
+pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub(crate) fn decode_vector(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}

@@ -1,0 +1,44 @@
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeZone, Utc};
+use mnemo::clock::{ManualClock, SharedClock};
+use mnemo::domain::{NewMemory, Tier};
+use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::open::open_with;
+use mnemo::policy::Policy;
+use mnemo::Engine;
+
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
+}
+
+/// An engine on real backends in `dir`, with the hashing embedder.
+pub async fn engine_in(dir: &std::path::Path, clock: SharedClock) -> Engine {
+    engine_with(dir, clock, Policy::default()).await
+}
+
+pub async fn engine_with(dir: &std::path::Path, clock: SharedClock, policy: Policy) -> Engine {
+    let (engine, _) = open_with(
+        dir,
+        policy,
+        Arc::new(HashingEmbedder::new(64)),
+        clock,
+        false,
+    )
+    .await
+    .expect("engine opens");
+    engine
+}
+
+pub fn manual() -> ManualClock {
+    ManualClock::new(t0())
+}
+
+pub fn long_term(user: &str, text: &str) -> NewMemory {
+    NewMemory {
+        tier: Some(Tier::LongTerm),
+        user_id: Some(user.to_string()),
+        text: text.to_string(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,138 @@
+//! Ranking with a manual clock: recency and importance act as the policy says.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use mnemo::domain::{NewMemory, Scope};
+use mnemo::service::{Actor, SearchRequest};
+
+use crate::common::*;
+
+#[tokio::test]
+async fn at_equal_relevance_the_newer_memory_ranks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = manual();
+    let engine = engine_in(dir.path(), Arc::new(clock.clone())).await;
+    let actor = Actor::local("test");
+    let old = engine
+        .add(
+            &actor,
+            vec![long_term("u", "the user parks on level three")],
+            true,
+        )
+        .await
+        .unwrap()[0]
+        .id;
+    clock.advance(Duration::days(10));
+    let new = engine
+        .add(
+            &actor,
+            vec![long_term("u", "the user parks on level three")],
+            true,
+        )
+        .await
+        .unwrap()[0]
+        .id;
+    let hits = engine
+        .search(SearchRequest::new(
+            Scope::user("u"),
+            "where does the user park",
+        ))
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(hits.len(), 2);
+    assert_eq!(hits[0].memory.id, new);
+    assert_eq!(hits[1].memory.id, old);
+    assert!(hits[0].breakdown.decay_factor > hits[1].breakdown.decay_factor);
+}
+
+#[tokio::test]
+async fn a_memory_several_half_lives_old_ranks_below_a_fresh_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = manual();
+    let engine = engine_in(dir.path(), Arc::new(clock.clone())).await;
+    let actor = Actor::local("test");
+    let half_life = engine.policy().decay.half_life_days.long_term;
+    // The old memory matches the query better (two query words), the fresh
+    // one less well (one word); after 4 half-lives decay must win.
+    let old = engine
+        .add(
+            &actor,
+            vec![long_term("u", "dentist appointment tuesday")],
+            true,
+        )
+        .await
+        .unwrap()[0]
+        .id;
+    clock.advance(Duration::days((half_life * 4.0) as i64));
+    let fresh = engine
+        .add(
+            &actor,
+            vec![long_term("u", "dentist moved the clinic")],
+            true,
+        )
+        .await
+        .unwrap()[0]
+        .id;
+    let hits = engine
+        .search(SearchRequest::new(Scope::user("u"), "dentist appointment"))
+        .await
+        .unwrap()
+        .hits;
+    let pos = |id| hits.iter().position(|h| h.memory.id == id).unwrap();
+    assert!(pos(fresh) < pos(old), "{hits:#?}");
+    let old_hit = &hits[pos(old)];
+    let floor = engine.policy().decay.floor;
+    assert!((old_hit.breakdown.decay_factor - (floor + (1.0 - floor) / 16.0)).abs() < 1e-3);
+
+    // Without decay the better match wins again: decay is what moved it.
+    let mut req = SearchRequest::new(Scope::user("u"), "dentist appointment");
+    req.decay = false;
+    let hits = engine.search(req).await.unwrap().hits;
+    assert_eq!(hits[0].memory.id, old);
+}
+
+#[tokio::test]
+async fn importance_breaks_ties_as_the_policy_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let actor = Actor::local("test");
+    let mk = |importance| NewMemory {
+        importance: Some(importance),
+        ..long_term("u", "allergic to peanuts")
+    };
+    let added = engine
+        .add(&actor, vec![mk(0.2), mk(0.9)], true)
+        .await
+        .unwrap();
+    let hits = engine
+        .search(SearchRequest::new(Scope::user("u"), "peanuts"))
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].memory.id, added[1].id);
+    let w = engine.policy().decay.importance_weight;
+    assert!((hits[0].breakdown.importance_factor - (1.0 + w * 0.8)).abs() < 1e-5);
+    assert!((hits[1].breakdown.importance_factor - (1.0 - w * 0.6)).abs() < 1e-5);
+    assert!(hits[0].score > hits[1].score);
+}
+
+#[tokio::test]
+async fn expired_memories_are_not_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = manual();
+    let engine = engine_in(dir.path(), Arc::new(clock.clone())).await;
+    let m = NewMemory {
+        expires_at: Some(t0() + Duration::days(2)),
+        ..long_term("u", "the user is on leave this Wednesday")
+    };
+    engine
+        .add(&Actor::local("test"), vec![m], true)
+        .await
+        .unwrap();
+    let search = || SearchRequest::new(Scope::user("u"), "leave Wednesday");
+    assert_eq!(engine.search(search()).await.unwrap().hits.len(), 1);
+    clock.advance(Duration::days(3));
+    assert!(engine.search(search()).await.unwrap().hits.is_empty());
+}
