@@ -76,6 +76,20 @@ pub enum Command {
     Reindex,
     /// Counts by tier and status, index sizes, the embedding model.
     Stats,
+    /// Erase every trace of a user from every store (irreversible).
+    Forget {
+        #[arg(long)]
+        user: String,
+        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        tenant: String,
+    },
+    /// Count what every store still holds of a user.
+    VerifyErasure {
+        #[arg(long)]
+        user: String,
+        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        tenant: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -150,6 +164,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ingest(i) => ingest(&cli.global, i).await,
         Command::Reindex => reindex(&cli.global).await,
         Command::Stats => stats(&cli.global).await,
+        Command::Forget { user, tenant } => forget(&cli.global, &tenant, &user).await,
+        Command::VerifyErasure { user, tenant } => {
+            verify_erasure(&cli.global, &tenant, &user).await
+        }
     }
 }
 
@@ -434,5 +452,33 @@ async fn stats(g: &GlobalArgs) -> anyhow::Result<()> {
         println!("  {tier:<10} {status:<10} {n}");
     }
     engine.shutdown().await?;
+    Ok(())
+}
+
+fn tenant_operator(tenant: &str) -> Actor {
+    Actor {
+        tenant_id: tenant.to_string(),
+        ..Actor::local("cli")
+    }
+}
+
+async fn forget(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Result<()> {
+    let engine = open_engine(g).await?;
+    let receipt = engine.forget_user(&tenant_operator(tenant), user).await?;
+    println!("{}", serde_json::to_string_pretty(&receipt)?);
+    engine.shutdown().await?;
+    Ok(())
+}
+
+async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Result<()> {
+    let engine = open_engine(g).await?;
+    let v = engine
+        .verify_erasure(&tenant_operator(tenant), user)
+        .await?;
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    engine.shutdown().await?;
+    if !v.erased {
+        bail!("user {user} is not fully erased");
+    }
     Ok(())
 }

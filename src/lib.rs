@@ -20,4 +20,5 @@ pub mod store;
 pub use service::{Actor, Engine};
 pub mod cli;
 pub mod context;
+pub mod erasure;
 pub mod open;
