@@ -854,7 +854,7 @@ mod tests {
     #[test]
     fn reopening_keeps_documents_and_entries() {
         let dir = TempDir::new().unwrap();
-        let docs = vec![
+        let docs = [
             doc(&alice(), "persisted 持久化 one"),
             doc(&alice(), "persisted two"),
             doc(&bob(), "persisted three"),
