@@ -1,5 +1,7 @@
 # Common commands. The README's two commands are `make run` and `make test`.
 CARGO ?= cargo
+# One asset directory for the service, `mnemo setup` and every test.
+export MNEMO_ASSETS_DIR ?= $(CURDIR)/assets
 
 .PHONY: run serve setup test test-fast lint fmt bench clean-data
 

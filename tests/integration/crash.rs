@@ -73,7 +73,10 @@ async fn a_store_commit_without_its_index_update_is_repaired_at_start() {
         .unwrap();
     let orphan = raw_memory("u", "orphan memory about kayaks");
     let ev = AuditEvent::for_memory(&orphan, AuditAction::Create, "t", orphan.created_at);
-    store.insert(&[orphan.clone()], &[ev]).await.unwrap();
+    store
+        .insert(std::slice::from_ref(&orphan), &[ev])
+        .await
+        .unwrap();
     let mut gone = store.get(deleted).await.unwrap().unwrap();
     gone.status = Status::Deleted;
     store
