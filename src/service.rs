@@ -1042,16 +1042,24 @@ impl Engine {
         blocking(move || vectors.optimize()).await
     }
 
-    /// Starts the background optimiser: after enough writes, at most once per
-    /// interval, off the request path.
+    /// Starts the background index maintainer: every interval it makes the
+    /// vector index durable (qdrant-edge persists writes only on flush, and
+    /// whatever a crash loses is re-embedded by `reconcile`, so flushing
+    /// bounds that work), and after enough writes it builds the HNSW graph.
+    /// Never on the request path.
     pub fn spawn_optimizer(&self) -> tokio::task::JoinHandle<()> {
         let engine = self.clone();
         let every = Duration::from_secs(self.0.policy.indexing.optimize_interval_secs.max(1));
         let threshold = self.0.policy.indexing.optimize_after_writes;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
+            tick.tick().await;
             loop {
                 tick.tick().await;
+                let vectors = engine.0.vectors.clone();
+                if let Err(e) = blocking(move || vectors.flush()).await {
+                    tracing::warn!(error = %e, "vector index flush failed");
+                }
                 if engine.0.writes_since_optimize.load(Ordering::Relaxed) >= threshold {
                     if let Err(e) = engine.optimize().await {
                         tracing::warn!(error = %e, "vector index optimisation failed");
