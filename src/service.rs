@@ -582,6 +582,17 @@ impl Engine {
         }
     }
 
+    /// Reads a memory the actor may change: reference memory is admin-only.
+    pub async fn get_writable(&self, actor: &Actor, id: Uuid) -> Result<Memory> {
+        let m = self.get(actor, id).await?;
+        if !actor.can_write(&m) {
+            return Err(Error::Forbidden(
+                "only admin keys may change reference memory".into(),
+            ));
+        }
+        Ok(m)
+    }
+
     /// Changes a memory's text, importance, metadata or expiry. A text change
     /// re-embeds and re-indexes it.
     pub async fn update(
@@ -591,12 +602,7 @@ impl Engine {
         patch: MemoryPatch,
         refresh: bool,
     ) -> Result<Memory> {
-        let old = self.get(actor, id).await?;
-        if !actor.can_write(&old) {
-            return Err(Error::Forbidden(
-                "only admin keys may change reference memory".into(),
-            ));
-        }
+        let old = self.get_writable(actor, id).await?;
         if let Some(t) = &patch.text {
             validate_text(t, self.0.policy.limits())?;
         }
@@ -645,12 +651,7 @@ impl Engine {
         action: AuditAction,
         refresh: bool,
     ) -> Result<Memory> {
-        let old = self.get(actor, id).await?;
-        if !actor.can_write(&old) {
-            return Err(Error::Forbidden(
-                "only admin keys may change reference memory".into(),
-            ));
-        }
+        let old = self.get_writable(actor, id).await?;
         let now = self.0.clock.now();
         let mut new = old.clone();
         new.status = status;
