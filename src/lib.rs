@@ -63,6 +63,7 @@ pub mod service;
 pub mod store;
 
 pub use service::{Actor, Engine};
+pub mod agent;
 pub mod cli;
 pub mod context;
 pub mod erasure;
