@@ -211,7 +211,12 @@ mod tests {
 
     fn turn(i: usize, text: &str) -> ChatMessage {
         ChatMessage {
-            role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
+            role: if i.is_multiple_of(2) {
+                "user"
+            } else {
+                "assistant"
+            }
+            .into(),
             content: format!("turn {i}: {text}"),
         }
     }
@@ -273,8 +278,8 @@ mod tests {
         let next = &history[p.dropped_turns - 1].content;
         assert!(p.tokens.total + Tokenizer::Cl100kBase.count(next) + MESSAGE_OVERHEAD > 1200);
         assert_eq!(p.messages[1].content, history[p.dropped_turns].content);
-        for i in 7..10 {
-            assert!(p.messages.iter().any(|m| m.content == history[i].content));
+        for kept in &history[7..] {
+            assert!(p.messages.iter().any(|m| m.content == kept.content));
         }
     }
 
