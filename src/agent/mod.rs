@@ -2,4 +2,5 @@
 //! summary, recent turns) and ranked long-term/reference memories within a
 //! token budget. Threads, model calls, compaction and extraction build on it.
 
+pub mod extract;
 pub mod prompt;
