@@ -138,8 +138,10 @@ impl Extractor for RuleExtractor {
 mod tests {
     use super::*;
 
-    /// (utterance, expected (kind, confident?, correction?) per candidate)
-    const TABLE: &[(&str, &[(Kind, bool, bool)])] = &[
+    /// Per candidate: (kind, confident enough to be active?, correction?).
+    type Expected = &'static [(Kind, bool, bool)];
+
+    const TABLE: &[(&str, Expected)] = &[
         (
             "I prefer green tea over coffee.",
             &[(Kind::Preference, true, false)],
