@@ -18,5 +18,7 @@ pub mod service;
 pub mod store;
 
 pub use service::{Actor, Engine};
+pub mod api;
 pub mod cli;
+pub mod keys;
 pub mod open;
