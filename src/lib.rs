@@ -20,5 +20,7 @@ pub mod store;
 pub use service::{Actor, Engine};
 pub mod api;
 pub mod cli;
+pub mod context;
+pub mod erasure;
 pub mod keys;
 pub mod open;

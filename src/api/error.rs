@@ -30,7 +30,7 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// One of: invalid_argument, payload_too_large, not_found, conflict,
     /// unauthenticated, forbidden, rate_limited, overloaded, unavailable,
-    /// invalid_configuration, internal, not_implemented.
+    /// invalid_configuration, internal.
     pub code: String,
     pub message: String,
     /// The request field the error is about, when there is one.
@@ -99,16 +99,6 @@ impl IntoResponse for Error {
     }
 }
 
-/// A route that exists but whose implementation has not landed yet (501).
-pub fn not_implemented(message: &str) -> Response {
-    respond(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_implemented".into(),
-        message.into(),
-        None,
-    )
-}
-
 /// Field names a body error may name; anything else is reported as `body`.
 const FIELDS: &[&str] = &[
     "memories",
@@ -130,6 +120,11 @@ const FIELDS: &[&str] = &[
     "explain",
     "created_after",
     "created_before",
+    "messages",
+    "model_context_tokens",
+    "budget_fraction",
+    "document_id",
+    "title",
     "status",
     "cursor",
     "limit",

@@ -121,10 +121,10 @@ impl AppState {
         routes::memories::delete,
         routes::memories::history,
         routes::search::search,
-        routes::pending::context,
-        routes::pending::ingest_document,
-        routes::pending::delete_document,
-        routes::pending::forget_user,
+        routes::context::context,
+        routes::reference::ingest_document,
+        routes::reference::delete_document,
+        routes::users::forget_user,
         routes::ops::healthz,
         routes::ops::readyz,
         routes::ops::metrics,
@@ -195,16 +195,16 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/v1/memories/{id}/history", get(routes::memories::history))
         .route("/v1/search", post(routes::search::search))
-        .route("/v1/context", post(routes::pending::context))
+        .route("/v1/context", post(routes::context::context))
         .route(
             "/v1/reference/documents",
-            post(routes::pending::ingest_document),
+            post(routes::reference::ingest_document),
         )
         .route(
             "/v1/reference/documents/{id}",
-            delete(routes::pending::delete_document),
+            delete(routes::reference::delete_document),
         )
-        .route("/v1/users/{user_id}", delete(routes::pending::forget_user))
+        .route("/v1/users/{user_id}", delete(routes::users::forget_user))
         .route("/healthz", get(routes::ops::healthz))
         .route("/readyz", get(routes::ops::readyz))
         .route("/metrics", get(routes::ops::metrics))

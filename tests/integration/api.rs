@@ -803,30 +803,32 @@ async fn auth_matrix() {
         StatusCode::NOT_FOUND,
         "not_found",
     );
-    for (method, uri) in [
-        (Method::POST, "/v1/reference/documents"),
-        (Method::DELETE, "/v1/reference/documents/doc-1"),
-    ] {
-        let body = (method == Method::POST).then(|| json!({}));
-        assert_error(
-            &call(
-                &api.app,
-                method.clone(),
-                uri,
-                Some(&api.agent),
-                body.clone(),
-            )
-            .await,
-            StatusCode::FORBIDDEN,
-            "forbidden",
-        );
-        // Admin passes the check; the engine side is not there yet.
-        assert_error(
-            &call(&api.app, method, uri, Some(&api.admin), body).await,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-        );
-    }
+    // Reference documents: admin only.
+    let doc = json!({"document_id": "refunds", "title": "Refunds", "text": "Refunds are paid back to the original card."});
+    assert_error(
+        &call(
+            &api.app,
+            Method::POST,
+            "/v1/reference/documents",
+            Some(&api.agent),
+            Some(doc.clone()),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::DELETE,
+            "/v1/reference/documents/refunds",
+            Some(&api.ann),
+            None,
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
 
     // Metrics are admin-only.
     assert_error(
@@ -857,31 +859,127 @@ async fn auth_matrix() {
 }
 
 #[tokio::test]
-async fn pending_routes_say_so() {
+async fn context_reference_documents_and_forget() {
     let api = api().await;
+    add(
+        &api,
+        &api.agent,
+        json!({"user_id": "bob", "text": "Bob prefers green tea", "refresh": true}),
+    )
+    .await;
+    // Context: a block within the budget.
     let r = call(
         &api.app,
         Method::POST,
         "/v1/context",
         Some(&api.agent),
+        Some(
+            json!({"user_id": "bob", "query": "what does bob drink", "model_context_tokens": 8000}),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(
+        r.body["text"].as_str().unwrap().contains("green tea"),
+        "{}",
+        r.body
+    );
+    assert!(r.body["tokens"].as_u64().unwrap() <= r.body["budget_tokens"].as_u64().unwrap());
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/context",
+        Some(&api.agent),
+        Some(json!({"user_id": "bob", "messages": [{"role": "user", "content": "tea?"}], "model_context_tokens": 8000})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/context",
+        Some(&api.agent),
+        Some(json!({"user_id": "bob", "query": "x", "model_context_tokens": 1})),
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "model_context_tokens");
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/context",
+        Some(&api.ann),
         Some(json!({"user_id": "bob", "query": "x", "model_context_tokens": 8000})),
     )
     .await;
-    assert_error(&r, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    assert_error(&r, StatusCode::FORBIDDEN, "forbidden");
     assert_error(
         &call(&api.app, Method::POST, "/v1/context", None, None).await,
         StatusCode::UNAUTHORIZED,
         "unauthenticated",
     );
+
+    // Reference documents: ingest, found by a user's search, delete.
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/reference/documents",
+        Some(&api.admin),
+        Some(json!({"document_id": "refunds", "title": "Refunds", "text": "Refunds are paid back to the original card within five business days."})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["document_id"], "refunds");
+    assert!(!r.body["chunk_ids"].as_array().unwrap().is_empty());
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.ann),
+        Some(json!({"query": "refunds original card"})),
+    )
+    .await;
+    assert_eq!(
+        r.body["hits"][0]["memory"]["tier"], "reference",
+        "{}",
+        r.body
+    );
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/reference/documents",
+        Some(&api.admin),
+        Some(json!({"text": ""})),
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
     let r = call(
         &api.app,
         Method::DELETE,
-        "/v1/users/bob",
-        Some(&api.agent),
+        "/v1/reference/documents/refunds",
+        Some(&api.admin),
         None,
     )
     .await;
-    assert_error(&r, StatusCode::NOT_IMPLEMENTED, "not_implemented");
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body["deleted_chunks"].as_u64().unwrap() >= 1);
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        "/v1/reference/documents/refunds",
+        Some(&api.admin),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::NOT_FOUND, "not_found");
+
+    // Forget: a user key only itself; an agent any user of its tenant.
+    let ann_mem = add(
+        &api,
+        &api.ann,
+        json!({"text": "Ann's diary", "refresh": true}),
+    )
+    .await;
     let r = call(
         &api.app,
         Method::DELETE,
@@ -899,7 +997,35 @@ async fn pending_routes_say_so() {
         None,
     )
     .await;
-    assert_error(&r, StatusCode::NOT_IMPLEMENTED, "not_implemented");
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["user_id"], "ann");
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{ann_mem}"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::NOT_FOUND, "not_found");
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        "/v1/users/bob",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?user_id=bob",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert!(r.body["memories"].as_array().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -1234,7 +1360,6 @@ mod binary {
                 > 0.3
         );
 
-        // TODO(context): expect 200 and a memory block once build_context lands.
         let (status, body) = req(
             &http,
             Method::POST,
@@ -1243,7 +1368,11 @@ mod binary {
             Some(json!({"user_id": "u1", "query": "drinks", "model_context_tokens": 8000})),
         )
         .await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(
+            body["text"].as_str().unwrap().contains("green tea"),
+            "{body}"
+        );
 
         let (status, body) = req(
             &http,
