@@ -4,7 +4,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::domain::{Kind, NewMemory, Scope, Tier};
@@ -37,6 +38,43 @@ pub struct GlobalArgs {
         global = true
     )]
     pub assets_dir: PathBuf,
+    /// Which of the defaulted paths were given (flag or environment), so that
+    /// a `serve --config` file may set the others.
+    #[arg(skip)]
+    pub explicit: ExplicitGlobals,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExplicitGlobals {
+    pub data_dir: bool,
+    pub assets_dir: bool,
+}
+
+/// Whether an argument was given on the command line or in the environment,
+/// at any subcommand level (global arguments propagate).
+fn given(matches: &ArgMatches, id: &str) -> bool {
+    let mut level = Some(matches);
+    while let Some(m) = level {
+        if let Ok(Some(source)) = m.try_get_raw(id).map(|_| m.value_source(id)) {
+            if matches!(source, ValueSource::CommandLine | ValueSource::EnvVariable) {
+                return true;
+            }
+        }
+        level = m.subcommand().map(|(_, sub)| sub);
+    }
+    false
+}
+
+/// Parses the command line (exits with usage on error), recording which
+/// global paths were given explicitly.
+pub fn parse() -> Cli {
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.global.explicit = ExplicitGlobals {
+        data_dir: given(&matches, "data_dir"),
+        assets_dir: given(&matches, "assets_dir"),
+    };
+    cli
 }
 
 impl GlobalArgs {
@@ -89,6 +127,71 @@ pub enum Command {
         user: String,
         #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
         tenant: String,
+    },
+    /// Run the HTTP API (JSON under /v1) on the embedded defaults.
+    ///
+    /// Configuration, lowest to highest precedence: built-in defaults, the
+    /// `--config` TOML file (keys named like the flags in snake_case, plus
+    /// `data_dir`, `policy`, `assets_dir`), `MNEMO_*` environment variables,
+    /// flags. `MNEMO_LOG` sets the log filter (e.g. `info,mnemo=debug`).
+    ///
+    /// Without `--insecure-dev`, every /v1 request needs
+    /// `Authorization: Bearer <key>`; create keys with `mnemo keys create`.
+    /// See mnemo.example.toml.
+    Serve(crate::api::server::ServeArgs),
+    /// Create, list and revoke API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleArg {
+    /// Everything in its tenant: reference memory, every user, metrics.
+    Admin,
+    /// Acts for any user of its tenant; no reference writes.
+    Agent,
+    /// Bound to one user (--user).
+    User,
+}
+
+impl From<RoleArg> for crate::store::Role {
+    fn from(r: RoleArg) -> Self {
+        match r {
+            RoleArg::Admin => crate::store::Role::Admin,
+            RoleArg::Agent => crate::store::Role::Agent,
+            RoleArg::User => crate::store::Role::User,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Create a key. Prints its secret (once; only a hash is stored) on
+    /// stdout, so that `KEY=$(mnemo keys create ...)` works.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        /// Bind the key to one user (required for --role user).
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long, value_enum)]
+        role: RoleArg,
+        /// The serve configuration file, for its data_dir.
+        #[arg(long, env = "MNEMO_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// List keys (ids, tenants, roles; never secrets).
+    List {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, env = "MNEMO_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Revoke a key by id; it stops working on the next request.
+    Revoke {
+        id: String,
+        #[arg(long, env = "MNEMO_CONFIG")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -157,7 +260,15 @@ pub struct IngestArgs {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Serve(args) = &cli.command {
+        let config = crate::api::server::ServeConfig::resolve(args, &cli.global)?;
+        crate::api::server::init_tracing(config.log_format);
+        return crate::api::server::serve(config).await;
+    }
+    crate::api::server::init_tracing(crate::api::server::LogFormat::Human);
     match cli.command {
+        Command::Serve(_) => unreachable!("handled above"),
+        Command::Keys(k) => keys(&cli.global, k).await,
         Command::Setup { verify } => setup(&cli.global, verify),
         Command::Add(a) => add(&cli.global, a).await,
         Command::Search(s) => search(&cli.global, s).await,
@@ -456,6 +567,85 @@ async fn stats(g: &GlobalArgs) -> anyhow::Result<()> {
         println!("  {tier:<10} {status:<10} {n}");
     }
     engine.shutdown().await?;
+    Ok(())
+}
+
+async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
+    use crate::api::server::{layered_globals, ConfigFile};
+    use crate::store::MemoryStore;
+    let config = match &cmd {
+        KeysCommand::Create { config, .. }
+        | KeysCommand::List { config, .. }
+        | KeysCommand::Revoke { config, .. } => config.clone(),
+    };
+    let file = match &config {
+        Some(p) => ConfigFile::load(p)?,
+        None => ConfigFile::default(),
+    };
+    let g = layered_globals(g, &file);
+    let db = crate::service::DataDir(g.data_dir.clone()).database();
+    let store = crate::store::sqlite::SqliteStore::open(&db).await?;
+    let now = chrono::Utc::now();
+    match cmd {
+        KeysCommand::Create {
+            tenant, user, role, ..
+        } => {
+            let (key, secret) =
+                crate::keys::create(&store, &tenant, user.as_deref(), role.into(), now).await?;
+            eprintln!(
+                "created {} key {} for tenant `{}`{}; the secret below is shown only now:",
+                key.role.as_str(),
+                key.id,
+                key.tenant_id,
+                key.user_id
+                    .as_deref()
+                    .map(|u| format!(", user `{u}`"))
+                    .unwrap_or_default()
+            );
+            println!("{secret}");
+        }
+        KeysCommand::List { json, .. } => {
+            let keys = store.list_api_keys().await?;
+            if json {
+                let rows: Vec<serde_json::Value> = keys
+                    .iter()
+                    .map(|k| {
+                        serde_json::json!({
+                            "id": k.id, "tenant_id": k.tenant_id, "user_id": k.user_id,
+                            "role": k.role, "created_at": k.created_at, "revoked_at": k.revoked_at,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!(
+                    "{:<22} {:<16} {:<16} {:<6} {:<20} revoked",
+                    "id", "tenant", "user", "role", "created"
+                );
+                for k in &keys {
+                    println!(
+                        "{:<22} {:<16} {:<16} {:<6} {:<20} {}",
+                        k.id,
+                        k.tenant_id,
+                        k.user_id.as_deref().unwrap_or("-"),
+                        k.role.as_str(),
+                        k.created_at.format("%Y-%m-%d %H:%M:%S"),
+                        k.revoked_at
+                            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+                            .unwrap_or_else(|| "-".into())
+                    );
+                }
+            }
+        }
+        KeysCommand::Revoke { id, .. } => {
+            if store.revoke_api_key(&id, now).await? {
+                println!("revoked {id}");
+            } else {
+                bail!("no active key with id `{id}` (see `mnemo keys list`)");
+            }
+        }
+    }
+    store.close().await?;
     Ok(())
 }
 

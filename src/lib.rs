@@ -50,21 +50,22 @@
 //! # });
 //! ```
 
+pub mod agent;
+pub mod api;
+pub mod cli;
 pub mod clock;
+pub mod context;
 pub mod domain;
 pub mod embed;
+pub mod erasure;
 pub mod error;
+pub mod keys;
 pub mod lexical;
-pub mod vector;
-
-pub use error::{Error, ErrorCode, Result};
+pub mod open;
 pub mod policy;
 pub mod service;
 pub mod store;
+pub mod vector;
 
+pub use error::{Error, ErrorCode, Result};
 pub use service::{Actor, Engine};
-pub mod agent;
-pub mod cli;
-pub mod context;
-pub mod erasure;
-pub mod open;

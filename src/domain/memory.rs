@@ -205,7 +205,7 @@ pub struct Source {
 }
 
 /// A stored memory. The SQL store holds the authoritative copy.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Memory {
     pub id: Uuid,
     pub tenant_id: String,
@@ -225,6 +225,7 @@ pub struct Memory {
     pub access_count: u64,
     pub expires_at: Option<DateTime<Utc>>,
     pub source: Source,
+    #[schema(value_type = Object)]
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// The model whose vector indexes this memory's text.
     pub embedding_model: Option<String>,

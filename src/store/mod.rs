@@ -25,7 +25,7 @@ use crate::domain::{Kind, Memory, Status, Tier};
 use crate::error::Result;
 
 /// What happened to a memory, for its history.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditAction {
     Create,
@@ -69,7 +69,7 @@ impl AuditAction {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditEvent {
     pub memory_id: Uuid,
     pub tenant_id: String,
@@ -80,6 +80,7 @@ pub struct AuditEvent {
     pub at: DateTime<Utc>,
     pub before_text: Option<String>,
     pub after_text: Option<String>,
+    #[schema(value_type = Object)]
     pub details: serde_json::Value,
 }
 
@@ -118,6 +119,48 @@ pub struct ListQuery {
     pub document_id: Option<String>,
     pub after: Option<Uuid>,
     pub limit: usize,
+}
+
+/// What an API key may do. `admin` and `agent` act for every user of their
+/// tenant; only `admin` writes reference memory and manages keys; `user` is
+/// bound to one user id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Admin,
+    Agent,
+    User,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Agent => "agent",
+            Role::User => "user",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Role::Admin, Role::Agent, Role::User]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+/// A stored API key: never the secret, only its SHA-256.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApiKey {
+    /// Public identifier (shown by `mnemo keys list`, recorded in audit events).
+    pub id: String,
+    pub tenant_id: String,
+    /// Set for `user` keys (required) and optionally for `agent` keys.
+    pub user_id: Option<String>,
+    pub role: Role,
+    /// Hex SHA-256 of the secret.
+    pub secret_sha256: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
 }
 
 /// Counts by tier and status.
@@ -167,6 +210,18 @@ pub trait MemoryStore: Send + Sync {
         hashes: &[String],
     ) -> Result<HashMap<String, Vec<f32>>>;
     async fn cache_embeddings(&self, model_id: &str, entries: &[(String, Vec<f32>)]) -> Result<()>;
+    /// Stores a new API key. A duplicate id or secret hash is a `Conflict`.
+    async fn insert_api_key(&self, key: &ApiKey) -> Result<()>;
+    /// The key whose secret has this SHA-256, revoked or not.
+    async fn api_key_by_hash(&self, secret_sha256: &str) -> Result<Option<ApiKey>>;
+    /// Every key, revoked ones included, oldest first.
+    async fn list_api_keys(&self) -> Result<Vec<ApiKey>>;
+    /// Marks a key revoked (it stops authenticating at once); `false` when no
+    /// unrevoked key has this id. Keys are never deleted, so audit events
+    /// that name them stay explainable.
+    async fn revoke_api_key(&self, id: &str, at: DateTime<Utc>) -> Result<bool>;
+    /// How many keys are not revoked.
+    async fn count_active_api_keys(&self) -> Result<u64>;
     /// Flushes anything buffered (WAL checkpoint) before shutdown.
     async fn close(&self) -> Result<()>;
 

@@ -14,8 +14,8 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 use uuid::Uuid;
 
 use super::{
-    text_hash, user_hash, AuditAction, AuditEvent, ErasedRows, ListQuery, MemoryStore, StoreStats,
-    UserFootprint,
+    text_hash, user_hash, ApiKey, AuditAction, AuditEvent, ErasedRows, ListQuery, MemoryStore,
+    Role, StoreStats, UserFootprint,
 };
 use crate::domain::{Memory, Source, Status, Tier};
 use crate::error::{Error, Result};
@@ -134,6 +134,20 @@ fn row_to_event(row: &sqlx::sqlite::SqliteRow) -> Result<AuditEvent> {
         before_text: row.try_get("before_text")?,
         after_text: row.try_get("after_text")?,
         details: serde_json::from_str(&details).map_err(Error::internal)?,
+    })
+}
+
+fn row_to_api_key(row: &sqlx::sqlite::SqliteRow) -> Result<ApiKey> {
+    let role: String = row.try_get("role")?;
+    Ok(ApiKey {
+        id: row.try_get("id")?,
+        tenant_id: row.try_get("tenant_id")?,
+        user_id: row.try_get("user_id")?,
+        role: Role::parse(&role)
+            .ok_or_else(|| Error::internal(format!("unknown key role `{role}`")))?,
+        secret_sha256: row.try_get("secret_sha256")?,
+        created_at: from_ms(row.try_get("created_at")?),
+        revoked_at: row.try_get::<Option<i64>, _>("revoked_at")?.map(from_ms),
     })
 }
 
@@ -457,6 +471,65 @@ impl MemoryStore for SqliteStore {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn insert_api_key(&self, key: &ApiKey) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO api_keys (id, tenant_id, user_id, role, secret_sha256, created_at, revoked_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&key.id)
+        .bind(&key.tenant_id)
+        .bind(&key.user_id)
+        .bind(key.role.as_str())
+        .bind(&key.secret_sha256)
+        .bind(ms(key.created_at))
+        .bind(key.revoked_at.map(ms))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                Error::Conflict(format!("API key {} already exists", key.id))
+            }
+            _ => Error::Store(e),
+        })?;
+        Ok(())
+    }
+
+    async fn api_key_by_hash(&self, secret_sha256: &str) -> Result<Option<ApiKey>> {
+        sqlx::query("SELECT * FROM api_keys WHERE secret_sha256 = $1")
+            .bind(secret_sha256)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(row_to_api_key)
+            .transpose()
+    }
+
+    async fn list_api_keys(&self) -> Result<Vec<ApiKey>> {
+        sqlx::query("SELECT * FROM api_keys ORDER BY created_at, id")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(row_to_api_key)
+            .collect()
+    }
+
+    async fn revoke_api_key(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
+        let done =
+            sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+                .bind(ms(at))
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn count_active_api_keys(&self) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NULL")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n as u64)
     }
 
     async fn close(&self) -> Result<()> {

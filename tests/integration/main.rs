@@ -6,6 +6,7 @@
 
 mod common;
 
+mod api;
 mod crash;
 mod engine;
 mod forget;

@@ -1,0 +1,249 @@
+//! The HTTP API agents call: JSON under `/v1`, plus `/healthz`, `/readyz`,
+//! `/metrics` and `/openapi.json`. [`app`] builds the whole `Router` from an
+//! [`AppState`], so tests drive it without a socket (`tower::ServiceExt::oneshot`);
+//! [`server`] binds it, and owns configuration and graceful shutdown.
+//!
+//! Layers, outermost first: request id (`x-request-id`, generated when absent)
+//! → tracing span per request carrying that id (method, path, key id and
+//! tenant; never bodies, so memory text never reaches the logs) → the id
+//! copied to the response → [`error::json_errors`] (plain-body errors become
+//! the JSON error shape) → timeout (503) → body size limit (413) → routes, each
+//! wrapped by the metrics middleware (route template, status, latency).
+//!
+//! Threading: handlers are async on the tokio runtime; the engine moves
+//! blocking work (embedding, index I/O) off it.
+
+pub mod auth;
+pub mod error;
+pub mod metrics;
+pub mod routes;
+pub mod server;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderName, Method, Uri};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{delete, get, post};
+use axum::Router;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+pub use auth::AuthMode;
+pub use metrics::Metrics;
+
+use crate::error::Error;
+use crate::policy::Policy;
+use crate::Engine;
+
+/// Hard ceiling on a request body, whatever the policy allows.
+pub const MAX_BODY_CAP: usize = 8 * 1024 * 1024;
+
+/// Size and time limits of HTTP requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+}
+
+impl HttpLimits {
+    /// `max_batch × max_text_bytes` (plus room for JSON), capped at 8 MiB;
+    /// 30 s per request.
+    pub fn from_policy(policy: &Policy) -> Self {
+        HttpLimits {
+            max_body_bytes: default_max_body_bytes(policy),
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The policy-derived body limit: a full batch of maximal texts, with a
+/// quarter more for the JSON around them, capped at [`MAX_BODY_CAP`].
+pub fn default_max_body_bytes(policy: &Policy) -> usize {
+    let l = &policy.limits;
+    l.max_batch
+        .saturating_mul(l.max_text_bytes)
+        .saturating_add(l.max_batch.saturating_mul(l.max_text_bytes) / 4)
+        .clamp(64 * 1024, MAX_BODY_CAP)
+}
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    pub auth: AuthMode,
+    pub metrics: Arc<Metrics>,
+    pub limits: HttpLimits,
+    /// Set on the first shutdown signal: `/readyz` turns 503 so load
+    /// balancers stop sending traffic while in-flight requests finish.
+    pub shutting_down: Arc<AtomicBool>,
+}
+
+impl AppState {
+    pub fn new(engine: Engine, auth: AuthMode) -> Self {
+        let limits = HttpLimits::from_policy(engine.policy());
+        AppState {
+            engine,
+            auth,
+            metrics: Arc::new(Metrics::default()),
+            limits,
+            shutting_down: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    pub fn with_limits(mut self, limits: HttpLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// The OpenAPI 3.1 document, generated from the handlers' annotations.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Mnemo",
+        description = "A memory service for AI agents: tiered memories, hybrid BM25 + vector retrieval. \
+                       Authenticate with `Authorization: Bearer <key>` (keys from `mnemo keys create`)."
+    ),
+    paths(
+        routes::memories::add,
+        routes::memories::list,
+        routes::memories::get_one,
+        routes::memories::patch,
+        routes::memories::delete,
+        routes::memories::history,
+        routes::search::search,
+        routes::context::context,
+        routes::reference::ingest_document,
+        routes::reference::delete_document,
+        routes::users::forget_user,
+        routes::ops::healthz,
+        routes::ops::readyz,
+        routes::ops::metrics,
+        routes::ops::openapi,
+    ),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "memories", description = "Add, read, change, delete and list memories"),
+        (name = "search", description = "Hybrid retrieval"),
+        (name = "context", description = "Memory blocks for prompts"),
+        (name = "reference", description = "Reference documents (admin)"),
+        (name = "users", description = "Per-user data"),
+        (name = "operations", description = "Health, readiness, metrics"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+/// Counts every routed request by method, route template and status.
+async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let response = next.run(req).await;
+    state.metrics.record_request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
+
+async fn no_route(method: Method, uri: Uri) -> Error {
+    Error::not_found(format!("route {method} {}", uri.path()))
+}
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The whole API as a `Router`, ready to serve or to `oneshot` in tests.
+pub fn app(state: AppState) -> Router {
+    let limits = state.limits;
+    let routes = Router::new()
+        .route(
+            "/v1/memories",
+            post(routes::memories::add).get(routes::memories::list),
+        )
+        .route(
+            "/v1/memories/{id}",
+            get(routes::memories::get_one)
+                .patch(routes::memories::patch)
+                .delete(routes::memories::delete),
+        )
+        .route("/v1/memories/{id}/history", get(routes::memories::history))
+        .route("/v1/search", post(routes::search::search))
+        .route("/v1/context", post(routes::context::context))
+        .route(
+            "/v1/reference/documents",
+            post(routes::reference::ingest_document),
+        )
+        .route(
+            "/v1/reference/documents/{id}",
+            delete(routes::reference::delete_document),
+        )
+        .route("/v1/users/{user_id}", delete(routes::users::forget_user))
+        .route("/healthz", get(routes::ops::healthz))
+        .route("/readyz", get(routes::ops::readyz))
+        .route("/metrics", get(routes::ops::metrics))
+        .route("/openapi.json", get(routes::ops::openapi))
+        .route_layer(middleware::from_fn_with_state(state.clone(), track))
+        .fallback(no_route)
+        .with_state(state);
+
+    let span = |req: &Request| {
+        let id = req
+            .headers()
+            .get(&REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        tracing::info_span!(
+            "request",
+            request_id = %id,
+            method = %req.method(),
+            path = %req.uri().path(),
+            key_id = tracing::field::Empty,
+            tenant = tracing::field::Empty,
+        )
+    };
+    routes
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(span)
+                        .on_request(())
+                        .on_response(DefaultOnResponse::new().level(Level::INFO)),
+                )
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(middleware::from_fn(error::json_errors))
+                .layer(TimeoutLayer::with_status_code(
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    limits.request_timeout,
+                )),
+        )
+}

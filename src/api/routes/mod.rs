@@ -1,0 +1,11 @@
+//! Handlers, one file per area. Every handler authenticates with
+//! [`crate::api::auth::Auth`] and calls the [`crate::Engine`] (or
+//! `context::build_context`, which is built on it); nothing here touches a
+//! backend directly.
+
+pub mod context;
+pub mod memories;
+pub mod ops;
+pub mod reference;
+pub mod search;
+pub mod users;

@@ -1,0 +1,120 @@
+//! Operations: liveness, readiness, Prometheus metrics and the OpenAPI document.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
+use uuid::Uuid;
+
+use crate::api::auth::{require_admin, Auth, AuthMode};
+use crate::api::error::{ErrorBody, Json};
+use crate::api::metrics::Gauges;
+use crate::api::{ApiDoc, AppState};
+use crate::error::Result;
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// `ok`, `ready` or `not_ready`.
+    pub status: String,
+    /// Per component (`store`, `indexes`, `embedder`): `ok` or what is wrong.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, String>,
+}
+
+/// The process is alive.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+        checks: BTreeMap::new(),
+    })
+}
+
+/// The store answers, the indexes are open (reconciled at start) and the
+/// embedder embeds; 503 while shutting down.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, body = Health), (status = 503, body = Health)))]
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let mut checks = BTreeMap::new();
+    let store = match state.engine.store().get(Uuid::nil()).await {
+        Ok(_) => "ok".to_string(),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness: store check failed");
+            "store query failed".to_string()
+        }
+    };
+    checks.insert("store".to_string(), store);
+    // The engine exists only after both indexes opened and were reconciled.
+    checks.insert("indexes".to_string(), "ok".to_string());
+    let embedder = state.engine.embedder().clone();
+    let embedded = tokio::task::spawn_blocking(move || embedder.embed_query("ready")).await;
+    let embedder = match embedded {
+        Ok(Ok(_)) => "ok".to_string(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness: embedder check failed");
+            "embedding failed".to_string()
+        }
+        Err(_) => "embedding task failed".to_string(),
+    };
+    checks.insert("embedder".to_string(), embedder);
+    let shutting_down = state.shutting_down.load(Ordering::Relaxed);
+    if shutting_down {
+        checks.insert("server".to_string(), "shutting down".to_string());
+    }
+    let ready = !shutting_down && checks.values().all(|v| v == "ok");
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = Health {
+        status: if ready { "ready" } else { "not_ready" }.into(),
+        checks,
+    };
+    (status, Json(body)).into_response()
+}
+
+/// Prometheus text exposition. Needs an admin key (any tenant) unless the
+/// server runs in `--insecure-dev` mode; counts are global, not per tenant.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses(
+        (status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub async fn metrics(State(state): State<AppState>, Auth(actor): Auth) -> Result<Response> {
+    if state.auth == AuthMode::Keys {
+        require_admin(&actor, "read metrics")?;
+    }
+    let stats = state.engine.store().stats().await?;
+    let gauges = Gauges {
+        memories: stats
+            .by_tier_status
+            .iter()
+            .map(|(t, s, n)| (t.to_string(), s.to_string(), *n))
+            .collect(),
+        embedding_queue_depth: state.engine.embedding_queue_depth(),
+        active_api_keys: Some(state.engine.store().count_active_api_keys().await?),
+    };
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(&gauges),
+    )
+        .into_response())
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "OpenAPI 3.1 document", body = Object)))]
+pub async fn openapi() -> Response {
+    Json(ApiDoc::openapi()).into_response()
+}

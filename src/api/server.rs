@@ -1,0 +1,429 @@
+//! `mnemo serve`: configuration, listening, and graceful shutdown.
+//!
+//! Configuration is typed and layered: built-in defaults < the TOML file
+//! (`--config`, `MNEMO_CONFIG`) < `MNEMO_*` environment variables < flags.
+//! Clap merges the last two (a flag beats its variable); the file fills in
+//! whatever neither set. [`ServeConfig::resolve`] validates the result, so a
+//! running server never holds an invalid configuration.
+//!
+//! Shutdown, in order: the first SIGINT/SIGTERM turns `/readyz` to 503 and
+//! stops accepting connections; in-flight requests finish (bounded by
+//! `shutdown_timeout_secs`); the optimiser stops; `Engine::shutdown` commits
+//! the indexes and checkpoints the store. A second signal exits at once.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde::Deserialize;
+
+use super::{app, AppState, AuthMode, HttpLimits, MAX_BODY_CAP};
+use crate::cli::GlobalArgs;
+use crate::error::Error;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";
+const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
+const DEFAULT_SHUTDOWN_TIMEOUT_SECS: u64 = 30;
+
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Human,
+    /// One JSON object per line, with the request span (request id) in each.
+    Json,
+}
+
+/// `mnemo serve` options. Each can also come from the `--config` file (same
+/// name, snake_case) or an `MNEMO_*` variable; flags win over variables,
+/// variables over the file, the file over defaults. The global `--data-dir`,
+/// `--policy` and `--assets-dir` follow the same order (file keys `data_dir`,
+/// `policy`, `assets_dir`). Log filtering: `MNEMO_LOG` (e.g. `info,mnemo=debug`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServeArgs {
+    /// TOML configuration file.
+    #[arg(long, env = "MNEMO_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8420].
+    #[arg(long, env = "MNEMO_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Serve without API keys: requests without a key act as the local admin.
+    /// For development only; refuses any address but loopback.
+    #[arg(long, env = "MNEMO_INSECURE_DEV")]
+    pub insecure_dev: bool,
+    /// Log line format [default: human].
+    #[arg(long, env = "MNEMO_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Longest a request may take before it is abandoned with 503 [default: 30].
+    #[arg(long, env = "MNEMO_REQUEST_TIMEOUT_SECS")]
+    pub request_timeout_secs: Option<u64>,
+    /// Largest request body, bytes, at most 8 MiB [default: policy
+    /// limits.max_batch × limits.max_text_bytes plus JSON overhead, capped at 8 MiB].
+    #[arg(long, env = "MNEMO_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Longest wait for in-flight requests at shutdown [default: 30].
+    #[arg(long, env = "MNEMO_SHUTDOWN_TIMEOUT_SECS")]
+    pub shutdown_timeout_secs: Option<u64>,
+}
+
+/// The `--config` file. Every key is optional.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub listen: Option<String>,
+    pub insecure_dev: Option<bool>,
+    pub log_format: Option<LogFormat>,
+    pub request_timeout_secs: Option<u64>,
+    pub max_body_bytes: Option<usize>,
+    pub shutdown_timeout_secs: Option<u64>,
+    pub data_dir: Option<PathBuf>,
+    pub policy: Option<PathBuf>,
+    pub assets_dir: Option<PathBuf>,
+}
+
+impl ConfigFile {
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+            key: path.display().to_string(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::parse(&text).map_err(|e| match e {
+            Error::Config { key, message } => Error::Config {
+                key: format!("{}: {key}", path.display()),
+                message,
+            },
+            other => other,
+        })
+    }
+
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        toml::from_str(text).map_err(|e| Error::Config {
+            key: "config".into(),
+            message: e.message().to_string(),
+        })
+    }
+}
+
+/// A validated server configuration.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub insecure_dev: bool,
+    pub log_format: LogFormat,
+    pub request_timeout: Duration,
+    /// `None`: derived from the policy.
+    pub max_body_bytes: Option<usize>,
+    pub shutdown_timeout: Duration,
+    /// Data, policy and assets locations after layering.
+    pub global: GlobalArgs,
+}
+
+fn config_err(key: &str, message: impl Into<String>) -> Error {
+    Error::Config {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// The global locations with the file's values under the explicit ones.
+pub fn layered_globals(global: &GlobalArgs, file: &ConfigFile) -> GlobalArgs {
+    let mut g = global.clone();
+    if !g.explicit.data_dir {
+        if let Some(d) = &file.data_dir {
+            g.data_dir = d.clone();
+        }
+    }
+    if !g.explicit.assets_dir {
+        if let Some(d) = &file.assets_dir {
+            g.assets_dir = d.clone();
+        }
+    }
+    if g.policy.is_none() {
+        g.policy = file.policy.clone();
+    }
+    g
+}
+
+impl ServeConfig {
+    /// Layers defaults < file < environment < flags and validates.
+    pub fn resolve(args: &ServeArgs, global: &GlobalArgs) -> Result<Self, Error> {
+        let file = match &args.config {
+            Some(path) => ConfigFile::load(path)?,
+            None => ConfigFile::default(),
+        };
+        Self::resolve_with(args, global, file)
+    }
+
+    pub fn resolve_with(
+        args: &ServeArgs,
+        global: &GlobalArgs,
+        file: ConfigFile,
+    ) -> Result<Self, Error> {
+        let listen = match (args.listen, &file.listen) {
+            (Some(a), _) => a,
+            (None, Some(s)) => s.parse().map_err(|_| {
+                config_err(
+                    "listen",
+                    format!("`{s}` is not an address such as {DEFAULT_LISTEN}"),
+                )
+            })?,
+            (None, None) => DEFAULT_LISTEN.parse().expect("valid default"),
+        };
+        let insecure_dev = args.insecure_dev || file.insecure_dev.unwrap_or(false);
+        if insecure_dev && !listen.ip().is_loopback() {
+            return Err(config_err(
+                "insecure_dev",
+                format!(
+                    "--insecure-dev serves without API keys and so binds to 127.0.0.1 only; \
+                     refusing to listen on {listen}. Create a key (`mnemo keys create`) to serve on other addresses"
+                ),
+            ));
+        }
+        let request_timeout_secs = args
+            .request_timeout_secs
+            .or(file.request_timeout_secs)
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS);
+        if request_timeout_secs == 0 {
+            return Err(config_err("request_timeout_secs", "must be at least 1"));
+        }
+        let max_body_bytes = args.max_body_bytes.or(file.max_body_bytes);
+        if let Some(n) = max_body_bytes {
+            if !(1024..=MAX_BODY_CAP).contains(&n) {
+                return Err(config_err(
+                    "max_body_bytes",
+                    format!("must be between 1024 and {MAX_BODY_CAP}, got {n}"),
+                ));
+            }
+        }
+        let shutdown_timeout_secs = args
+            .shutdown_timeout_secs
+            .or(file.shutdown_timeout_secs)
+            .unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT_SECS);
+        Ok(ServeConfig {
+            listen,
+            insecure_dev,
+            log_format: args.log_format.or(file.log_format).unwrap_or_default(),
+            request_timeout: Duration::from_secs(request_timeout_secs),
+            max_body_bytes,
+            shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
+            global: layered_globals(global, &file),
+        })
+    }
+}
+
+/// Installs the log subscriber (once; later calls are no-ops).
+pub fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MNEMO_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Human => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
+}
+
+async fn signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+/// Exits at once on the next signal (the operator insists).
+fn force_on_second_signal() -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async {
+        signal().await;
+        tracing::warn!("second signal: exiting without finishing requests or committing indexes (reconcile repairs them at the next start)");
+        std::process::exit(130);
+    })
+}
+
+/// Runs the server until a signal, then shuts down in order.
+pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    if config.insecure_dev {
+        tracing::warn!(
+            listen = %config.listen,
+            "INSECURE DEV MODE: no API key is required; every request without a key acts as the admin of the default tenant. Never use this outside a development machine."
+        );
+    }
+    let g = config.global.clone();
+    tokio::task::spawn_blocking(move || crate::cli::ensure_assets(&g))
+        .await
+        .context("asset check failed")??;
+    let (engine, report) = crate::open::open(&config.global.engine_config()?).await?;
+    tracing::info!(
+        data_dir = %config.global.data_dir.display(),
+        memories_indexed = report.store_indexed,
+        "engine open"
+    );
+    let optimizer = engine.spawn_optimizer();
+    let auth = if config.insecure_dev {
+        AuthMode::InsecureDev
+    } else {
+        AuthMode::Keys
+    };
+    if auth == AuthMode::Keys && engine.store().count_active_api_keys().await? == 0 {
+        tracing::warn!(
+            "no API keys exist yet: every /v1 request will be refused with 401. Create one with \
+             `mnemo keys create --data-dir {} --tenant default --role admin` (it prints the secret once), \
+             or run `mnemo serve --insecure-dev` on a development machine",
+            config.global.data_dir.display()
+        );
+    }
+    let mut limits = HttpLimits::from_policy(engine.policy());
+    limits.request_timeout = config.request_timeout;
+    if let Some(n) = config.max_body_bytes {
+        limits.max_body_bytes = n;
+    }
+    let state = AppState::new(engine.clone(), auth).with_limits(limits);
+    let shutting_down = state.shutting_down.clone();
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    tracing::info!(
+        addr = %listener.local_addr()?,
+        max_body_bytes = limits.max_body_bytes,
+        request_timeout_secs = limits.request_timeout.as_secs(),
+        "mnemo listening"
+    );
+
+    let grace = config.shutdown_timeout;
+    let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<tokio::task::JoinHandle<()>>();
+    let on_signal = async move {
+        signal().await;
+        shutting_down.store(true, Ordering::Relaxed);
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new connections, finishing in-flight requests (signal again to force)"
+        );
+        let watchdog = tokio::spawn(async move {
+            tokio::select! {
+                _ = signal() => {
+                    tracing::warn!("second signal: exiting without finishing requests");
+                    std::process::exit(130);
+                }
+                _ = tokio::time::sleep(grace) => {
+                    tracing::error!("in-flight requests did not finish within the shutdown timeout; exiting");
+                    std::process::exit(1);
+                }
+            }
+        });
+        let _ = drain_tx.send(watchdog);
+    };
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(on_signal)
+        .await
+        .context("server failed")?;
+    if let Ok(watchdog) = drain_rx.await {
+        watchdog.abort();
+    }
+    let force = force_on_second_signal();
+    optimizer.abort();
+    engine.shutdown().await?;
+    force.abort();
+    tracing::info!("stopped: indexes committed, store checkpointed");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn global() -> GlobalArgs {
+        GlobalArgs {
+            data_dir: "./data".into(),
+            policy: None,
+            assets_dir: "./assets".into(),
+            explicit: Default::default(),
+        }
+    }
+
+    #[test]
+    fn defaults_then_file_then_flags() {
+        let args = ServeArgs::default();
+        let c = ServeConfig::resolve_with(&args, &global(), ConfigFile::default()).unwrap();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.log_format, LogFormat::Human);
+        assert_eq!(c.request_timeout, Duration::from_secs(30));
+        let file = ConfigFile::parse(
+            "listen = \"0.0.0.0:9000\"\nlog_format = \"json\"\ndata_dir = \"/srv/mnemo\"\nrequest_timeout_secs = 5\n",
+        )
+        .unwrap();
+        let c = ServeConfig::resolve_with(&args, &global(), file).unwrap();
+        assert_eq!(c.listen.to_string(), "0.0.0.0:9000");
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.global.data_dir, PathBuf::from("/srv/mnemo"));
+        assert_eq!(c.request_timeout, Duration::from_secs(5));
+        // A flag (or its variable) beats the file.
+        let args = ServeArgs {
+            listen: Some("127.0.0.1:1234".parse().unwrap()),
+            request_timeout_secs: Some(7),
+            ..Default::default()
+        };
+        let mut g = global();
+        g.data_dir = "/flag".into();
+        g.explicit.data_dir = true;
+        let file = ConfigFile::parse("listen = \"0.0.0.0:9000\"\ndata_dir = \"/file\"\n").unwrap();
+        let c = ServeConfig::resolve_with(&args, &g, file).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:1234");
+        assert_eq!(c.request_timeout, Duration::from_secs(7));
+        assert_eq!(c.global.data_dir, PathBuf::from("/flag"));
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused() {
+        assert!(ConfigFile::parse("listn = \"x\"").is_err());
+        let file = ConfigFile::parse("listen = \"nowhere\"").unwrap();
+        assert!(ServeConfig::resolve_with(&ServeArgs::default(), &global(), file).is_err());
+        let args = ServeArgs {
+            insecure_dev: true,
+            listen: Some("0.0.0.0:8420".parse().unwrap()),
+            ..Default::default()
+        };
+        let err = ServeConfig::resolve_with(&args, &global(), ConfigFile::default()).unwrap_err();
+        assert!(err.to_string().contains("127.0.0.1"), "{err}");
+        let args = ServeArgs {
+            insecure_dev: true,
+            ..Default::default()
+        };
+        assert!(ServeConfig::resolve_with(&args, &global(), ConfigFile::default()).is_ok());
+        let args = ServeArgs {
+            max_body_bytes: Some(64 * 1024 * 1024),
+            ..Default::default()
+        };
+        assert!(ServeConfig::resolve_with(&args, &global(), ConfigFile::default()).is_err());
+    }
+
+    #[test]
+    fn the_shipped_example_config_parses() {
+        let text = include_str!("../../mnemo.example.toml");
+        let file = ConfigFile::parse(text).unwrap();
+        ServeConfig::resolve_with(&ServeArgs::default(), &global(), file).unwrap();
+    }
+}

@@ -1,0 +1,1426 @@
+//! The HTTP API without a socket: `app(state)` driven with `oneshot`, on real
+//! backends in a temporary directory with the hashing embedder. Every route's
+//! happy path, each error status, and the auth matrix. The last test starts
+//! the real binary on a free port with the real embedder.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::response::IntoResponse;
+use axum::Router;
+use http_body_util::BodyExt;
+use mnemo::api::{app, AppState, AuthMode, HttpLimits};
+use mnemo::policy::Policy;
+use mnemo::store::Role;
+use mnemo::{Engine, Error};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use crate::common::*;
+
+struct Api {
+    app: Router,
+    engine: Engine,
+    /// Tenant `acme`.
+    admin: String,
+    agent: String,
+    /// Bound to user `ann` in `acme`.
+    ann: String,
+    /// An agent of tenant `globex`.
+    globex: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn key(engine: &Engine, tenant: &str, user: Option<&str>, role: Role) -> String {
+    mnemo::keys::create(engine.store().as_ref(), tenant, user, role, t0())
+        .await
+        .unwrap()
+        .1
+}
+
+async fn api_with(policy: Policy, mode: AuthMode, limits: Option<HttpLimits>) -> Api {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with(dir.path(), Arc::new(manual()), policy).await;
+    let mut state = AppState::new(engine.clone(), mode);
+    if let Some(l) = limits {
+        state = state.with_limits(l);
+    }
+    Api {
+        app: app(state),
+        admin: key(&engine, "acme", None, Role::Admin).await,
+        agent: key(&engine, "acme", None, Role::Agent).await,
+        ann: key(&engine, "acme", Some("ann"), Role::User).await,
+        globex: key(&engine, "globex", None, Role::Agent).await,
+        engine,
+        _dir: dir,
+    }
+}
+
+async fn api() -> Api {
+    api_with(Policy::default(), AuthMode::Keys, None).await
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Value,
+}
+
+impl Reply {
+    fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+    fn field(&self) -> &str {
+        self.body["error"]["field"].as_str().unwrap_or("")
+    }
+}
+
+async fn send(app: &Router, req: Request<Body>) -> Reply {
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn call(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    key: Option<&str>,
+    body: Option<Value>,
+) -> Reply {
+    let mut req = Request::builder().method(method).uri(uri);
+    if let Some(k) = key {
+        req = req.header(header::AUTHORIZATION, format!("Bearer {k}"));
+    }
+    let req = match body {
+        Some(b) => req
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(b.to_string())),
+        None => req.body(Body::empty()),
+    };
+    send(app, req.unwrap()).await
+}
+
+async fn raw(app: &Router, method: Method, uri: &str, key: &str, body: &str) -> Reply {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {key}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    send(app, req).await
+}
+
+/// Adds one memory and returns its id.
+async fn add(api: &Api, key: &str, body: Value) -> String {
+    let key = (!key.is_empty()).then_some(key);
+    let r = call(&api.app, Method::POST, "/v1/memories", key, Some(body)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.body["ids"][0].as_str().unwrap().to_string()
+}
+
+fn assert_error(r: &Reply, status: StatusCode, code: &str) {
+    assert_eq!(r.status, status, "{}", r.body);
+    assert_eq!(r.code(), code, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().is_some(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn memories_add_get_patch_history_list_delete() {
+    let api = api().await;
+    // A single object and a batch.
+    let id = add(
+        &api,
+        &api.agent,
+        json!({"user_id": "bob", "text": "Bob keeps a sourdough starter named Bubbles", "kind": "fact",
+               "importance": 0.8, "metadata": {"source": "chat"}, "refresh": true}),
+    )
+    .await;
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/memories",
+        Some(&api.agent),
+        Some(json!({"memories": [
+            {"user_id": "bob", "text": "Bob likes green tea"},
+            {"user_id": "bob", "tier": "working", "thread_id": "t1", "text": "Bob asked about trains"},
+            {"user_id": "bob", "text": "Bob might move to Lyon", "confidence": 0.1}
+        ], "refresh": true})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["ids"].as_array().unwrap().len(), 3);
+    assert_eq!(r.body["memories"][2]["status"], "pending");
+    assert!(r.headers.contains_key("x-request-id"));
+
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{id}"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.body["text"],
+        "Bob keeps a sourdough starter named Bubbles"
+    );
+    assert_eq!(r.body["metadata"]["source"], "chat");
+    assert_eq!(r.body["version"], 1);
+
+    let r = call(
+        &api.app,
+        Method::PATCH,
+        &format!("/v1/memories/{id}"),
+        Some(&api.agent),
+        Some(json!({"text": "Bob keeps a rye starter named Bubbles", "importance": 0.9, "refresh": true})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["version"], 2);
+    assert_eq!(r.body["text"], "Bob keeps a rye starter named Bubbles");
+
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{id}/history"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let events = r.body["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0]["action"], "create");
+    assert_eq!(events[1]["action"], "update");
+    assert!(events[1]["actor"].as_str().unwrap().starts_with("key_"));
+
+    // Pagination: 4 memories of bob, pages of 3.
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?user_id=bob&limit=3",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["memories"].as_array().unwrap().len(), 3);
+    let cursor = r.body["next_cursor"].as_str().unwrap().to_string();
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories?user_id=bob&limit=3&cursor={cursor}"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.body["memories"].as_array().unwrap().len(), 1);
+    assert!(r.body["next_cursor"].is_null());
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?user_id=bob&tier=working&thread_id=t1",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.body["memories"].as_array().unwrap().len(), 1);
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?user_id=bob&status=pending",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.body["memories"].as_array().unwrap().len(), 1);
+
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        &format!("/v1/memories/{id}"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["status"], "deleted");
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.agent),
+        Some(json!({"user_id": "bob", "query": "rye starter Bubbles"})),
+    )
+    .await;
+    assert!(r.body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["memory"]["id"] != id.as_str()));
+}
+
+#[tokio::test]
+async fn search_filters_and_explain() {
+    let api = api().await;
+    let tea = add(
+        &api,
+        &api.agent,
+        json!({"user_id": "bob", "text": "Bob prefers green tea", "kind": "preference",
+               "metadata": {"topic": "drinks"}, "refresh": true}),
+    )
+    .await;
+    add(
+        &api,
+        &api.agent,
+        json!({"user_id": "bob", "text": "Bob drank black tea in 2019", "kind": "event", "refresh": true}),
+    )
+    .await;
+    let search = |body: Value| {
+        call(
+            &api.app,
+            Method::POST,
+            "/v1/search",
+            Some(&api.agent),
+            Some(body),
+        )
+    };
+    let r = search(json!({"user_id": "bob", "query": "green tea", "explain": true})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["hits"][0]["memory"]["id"], tea.as_str());
+    assert!(r.body["hits"][0]["breakdown"]["final_score"].is_number());
+    let r = search(json!({"user_id": "bob", "query": "tea"})).await;
+    assert!(r.body["hits"][0].get("breakdown").is_none());
+    assert_eq!(r.body["hits"].as_array().unwrap().len(), 2);
+    let r = search(json!({"user_id": "bob", "query": "tea", "filters": {"kind": "event"}})).await;
+    assert_eq!(r.body["hits"].as_array().unwrap().len(), 1);
+    let r = search(
+        json!({"user_id": "bob", "query": "tea", "filters": {"kind": ["event", "preference"]}}),
+    )
+    .await;
+    assert_eq!(r.body["hits"].as_array().unwrap().len(), 2);
+    let r = search(
+        json!({"user_id": "bob", "query": "tea", "filters": {"metadata": {"topic": "drinks"}}}),
+    )
+    .await;
+    assert_eq!(r.body["hits"].as_array().unwrap().len(), 1);
+    let r = search(json!({"user_id": "bob", "query": "tea", "top_k": 1, "tiers": ["long_term"],
+                          "filters": {"created_after": "2025-01-01T00:00:00Z", "created_before": "2030-01-01T00:00:00Z"}}))
+    .await;
+    assert_eq!(r.body["hits"].as_array().unwrap().len(), 1);
+    let r = search(json!({"user_id": "bob", "query": "tea", "filters": {"created_before": "2020-01-01T00:00:00Z"}})).await;
+    assert_eq!(r.body["hits"].as_array().unwrap().len(), 0);
+    // Errors.
+    assert_error(
+        &search(json!({"user_id": "bob", "query": "  "})).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+    );
+    let r = search(json!({"query": "tea"})).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "user_id");
+    let r = search(json!({"user_id": "bob", "query": "tea", "top_k": 100000})).await;
+    assert_eq!(r.field(), "top_k");
+    let r = search(json!({"user_id": "bob", "query": "tea", "tiers": ["episodic"]})).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "tiers");
+}
+
+#[tokio::test]
+async fn body_and_parameter_errors_have_the_error_shape() {
+    let api = api().await;
+    let post = |body: &'static str| raw(&api.app, Method::POST, "/v1/memories", &api.agent, body);
+    let r = post("{not json").await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    let r = post(r#"{"user_id": "bob", "text": 5}"#).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "text");
+    let r = post(r#"{"user_id": "bob", "text": "x", "tier": "episodic"}"#).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "tier");
+    let r = post(r#"{"memories": [{"user_id": "bob", "text": "x", "tier": "nope"}]}"#).await;
+    assert_eq!(r.field(), "tier", "{}", r.body);
+    let r = post(r#"{"user_id": "bob", "text": "x", "colour": "red"}"#).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    let r = post(r#"{"memories": [], "text": "x"}"#).await;
+    assert_eq!(r.field(), "memories");
+    let r = post(r#"{"memories": []}"#).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    let r = post(r#"{"user_id": "bob"}"#).await;
+    assert_eq!(r.field(), "text");
+    let r = post(r#"{"user_id": "bob", "text": "   "}"#).await;
+    assert_eq!(r.field(), "text");
+    let r = post(r#"{"user_id": "bob", "text": "x", "importance": 3}"#).await;
+    assert_eq!(r.field(), "importance");
+    let r = post(r#"{"tier": "working", "user_id": "bob", "text": "x"}"#).await;
+    assert_eq!(r.field(), "thread_id");
+    // Missing content type.
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/memories")
+        .header(header::AUTHORIZATION, format!("Bearer {}", api.agent))
+        .body(Body::from(r#"{"user_id":"bob","text":"x"}"#))
+        .unwrap();
+    assert_error(
+        &send(&api.app, req).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+    );
+    // Text over the policy limit: 413 naming the field.
+    let long = "a".repeat(Policy::default().limits.max_text_bytes + 1);
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/memories",
+        Some(&api.agent),
+        Some(json!({"user_id": "bob", "text": long})),
+    )
+    .await;
+    assert_error(&r, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    assert_eq!(r.field(), "text");
+    // Path and query parameters.
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories/not-a-uuid",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "id");
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?limit=0",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.field(), "limit");
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?cursor=zzz",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.field(), "cursor");
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?tier=episodic",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "tier");
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?limit=abc",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    // Patch.
+    let id = add(
+        &api,
+        &api.agent,
+        json!({"user_id": "bob", "text": "Bob is here"}),
+    )
+    .await;
+    let uri = format!("/v1/memories/{id}");
+    let r = call(
+        &api.app,
+        Method::PATCH,
+        &uri,
+        Some(&api.agent),
+        Some(json!({})),
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    let r = call(
+        &api.app,
+        Method::PATCH,
+        &uri,
+        Some(&api.agent),
+        Some(json!({"tier": "reference"})),
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    let r = call(
+        &api.app,
+        Method::PATCH,
+        &uri,
+        Some(&api.agent),
+        Some(json!({"expires_at": "2030-01-01T00:00:00Z"})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["expires_at"], "2030-01-01T00:00:00Z");
+    let r = call(
+        &api.app,
+        Method::PATCH,
+        &uri,
+        Some(&api.agent),
+        Some(json!({"expires_at": null})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body["expires_at"].is_null());
+    // Not found: unknown memory, unknown route; wrong method.
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{}", uuid::Uuid::now_v7()),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::NOT_FOUND, "not_found");
+    let r = call(&api.app, Method::GET, "/v1/nothing", Some(&api.agent), None).await;
+    assert_error(&r, StatusCode::NOT_FOUND, "not_found");
+    let r = call(&api.app, Method::PUT, "/v1/search", Some(&api.agent), None).await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(r.code(), "invalid_argument");
+}
+
+#[tokio::test]
+async fn body_size_limit_gives_413() {
+    let limits = HttpLimits {
+        max_body_bytes: 2048,
+        request_timeout: std::time::Duration::from_secs(30),
+    };
+    let api = api_with(Policy::default(), AuthMode::Keys, Some(limits)).await;
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/memories",
+        Some(&api.agent),
+        Some(json!({"user_id": "bob", "text": "b".repeat(4096)})),
+    )
+    .await;
+    assert_error(&r, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    // Too many memories in one request (policy limits.max_batch).
+    let mut policy = Policy::default();
+    policy.limits.max_batch = 2;
+    let api = api_with(policy, AuthMode::Keys, None).await;
+    let items: Vec<Value> = (0..3)
+        .map(|i| json!({"user_id": "bob", "text": format!("m{i}")}))
+        .collect();
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/memories",
+        Some(&api.agent),
+        Some(json!({"memories": items})),
+    )
+    .await;
+    assert_error(&r, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    assert_eq!(r.field(), "memories");
+}
+
+#[tokio::test]
+async fn auth_matrix() {
+    let api = api().await;
+    let bob_mem = add(
+        &api,
+        &api.agent,
+        json!({"user_id": "bob", "text": "Bob's secret plan", "refresh": true}),
+    )
+    .await;
+    // A user key adds for itself without naming the user.
+    let ann_mem = add(
+        &api,
+        &api.ann,
+        json!({"text": "Ann's own note", "refresh": true}),
+    )
+    .await;
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{ann_mem}"),
+        Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_eq!(r.body["user_id"], "ann");
+
+    // Missing, malformed, unknown, revoked keys: 401 with WWW-Authenticate.
+    for key in [None, Some("garbage"), Some("mnemo_0000")] {
+        let r = call(
+            &api.app,
+            Method::GET,
+            &format!("/v1/memories/{bob_mem}"),
+            key,
+            None,
+        )
+        .await;
+        assert_error(&r, StatusCode::UNAUTHORIZED, "unauthenticated");
+        assert!(r.headers.contains_key(header::WWW_AUTHENTICATE));
+    }
+    let req = Request::builder()
+        .uri("/v1/memories")
+        .header(header::AUTHORIZATION, "Basic abc")
+        .body(Body::empty())
+        .unwrap();
+    assert_error(
+        &send(&api.app, req).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthenticated",
+    );
+    let doomed = key(&api.engine, "acme", None, Role::Agent).await;
+    let id = api
+        .engine
+        .store()
+        .list_api_keys()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|k| k.secret_sha256 == mnemo::keys::hash_secret(&doomed))
+        .unwrap()
+        .id;
+    assert_eq!(
+        call(&api.app, Method::GET, "/v1/memories", Some(&doomed), None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    api.engine.store().revoke_api_key(&id, t0()).await.unwrap();
+    let r = call(&api.app, Method::GET, "/v1/memories", Some(&doomed), None).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, "unauthenticated");
+
+    // A user key cannot read, change, list, search or add for another user.
+    let bob_uri = format!("/v1/memories/{bob_mem}");
+    assert_error(
+        &call(&api.app, Method::GET, &bob_uri, Some(&api.ann), None).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::PATCH,
+            &bob_uri,
+            Some(&api.ann),
+            Some(json!({"text": "mine now"})),
+        )
+        .await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &call(&api.app, Method::DELETE, &bob_uri, Some(&api.ann), None).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::GET,
+            &format!("{bob_uri}/history"),
+            Some(&api.ann),
+            None,
+        )
+        .await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::GET,
+            "/v1/memories?user_id=bob",
+            Some(&api.ann),
+            None,
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::POST,
+            "/v1/search",
+            Some(&api.ann),
+            Some(json!({"user_id": "bob", "query": "secret plan"})),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::POST,
+            "/v1/memories",
+            Some(&api.ann),
+            Some(json!({"user_id": "bob", "text": "x"})),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    // Its own listing and search see only its own memories.
+    let r = call(&api.app, Method::GET, "/v1/memories", Some(&api.ann), None).await;
+    let listed = r.body["memories"].as_array().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["id"], ann_mem.as_str());
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.ann),
+        Some(json!({"query": "secret plan note"})),
+    )
+    .await;
+    assert!(r.body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["memory"]["user_id"] == "ann"));
+
+    // An agent key stays in its tenant: the same user id elsewhere is another user.
+    assert_error(
+        &call(&api.app, Method::GET, &bob_uri, Some(&api.globex), None).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    add(
+        &api,
+        &api.globex,
+        json!({"user_id": "bob", "text": "Globex bob likes plans too", "refresh": true}),
+    )
+    .await;
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.globex),
+        Some(json!({"user_id": "bob", "query": "secret plan"})),
+    )
+    .await;
+    let hits = r.body["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter().all(|h| h["memory"]["tenant_id"] == "globex"),
+        "{}",
+        r.body
+    );
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories",
+        Some(&api.globex),
+        None,
+    )
+    .await;
+    assert!(r.body["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["tenant_id"] == "globex"));
+
+    // Only admin keys write reference memory; everyone in the tenant reads it.
+    let reference =
+        json!({"tier": "reference", "text": "Refunds take five business days", "refresh": true});
+    assert_error(
+        &call(
+            &api.app,
+            Method::POST,
+            "/v1/memories",
+            Some(&api.agent),
+            Some(reference.clone()),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::POST,
+            "/v1/memories",
+            Some(&api.ann),
+            Some(reference.clone()),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    let ref_id = add(&api, &api.admin, reference).await;
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.ann),
+        Some(json!({"query": "refunds business days"})),
+    )
+    .await;
+    assert_eq!(
+        r.body["hits"][0]["memory"]["id"],
+        ref_id.as_str(),
+        "{}",
+        r.body
+    );
+    let ref_uri = format!("/v1/memories/{ref_id}");
+    assert_error(
+        &call(
+            &api.app,
+            Method::PATCH,
+            &ref_uri,
+            Some(&api.agent),
+            Some(json!({"importance": 1.0})),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(&api.app, Method::DELETE, &ref_uri, Some(&api.ann), None).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(&api.app, Method::GET, &ref_uri, Some(&api.globex), None).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    // Reference documents: admin only.
+    let doc = json!({"document_id": "refunds", "title": "Refunds", "text": "Refunds are paid back to the original card."});
+    assert_error(
+        &call(
+            &api.app,
+            Method::POST,
+            "/v1/reference/documents",
+            Some(&api.agent),
+            Some(doc.clone()),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(
+            &api.app,
+            Method::DELETE,
+            "/v1/reference/documents/refunds",
+            Some(&api.ann),
+            None,
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+
+    // Metrics are admin-only.
+    assert_error(
+        &call(&api.app, Method::GET, "/metrics", Some(&api.agent), None).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(&api.app, Method::GET, "/metrics", None, None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthenticated",
+    );
+    let r = call(&api.app, Method::GET, "/metrics", Some(&api.admin), None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let text = r.body.as_str().unwrap();
+    assert!(
+        text.contains(
+            "mnemo_http_requests_total{method=\"POST\",route=\"/v1/memories\",status=\"201\"}"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("mnemo_http_request_duration_seconds_bucket"));
+    assert!(text.contains("mnemo_search_duration_seconds_count"));
+    assert!(text.contains("mnemo_memories{tier=\"long_term\",status=\"active\"}"));
+    assert!(text.contains("mnemo_embedding_queue_depth 0"));
+    // Memory text never appears in metrics.
+    assert!(!text.contains("secret plan"));
+}
+
+#[tokio::test]
+async fn context_reference_documents_and_forget() {
+    let api = api().await;
+    add(
+        &api,
+        &api.agent,
+        json!({"user_id": "bob", "text": "Bob prefers green tea", "refresh": true}),
+    )
+    .await;
+    // Context: a block within the budget.
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/context",
+        Some(&api.agent),
+        Some(
+            json!({"user_id": "bob", "query": "what does bob drink", "model_context_tokens": 8000}),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(
+        r.body["text"].as_str().unwrap().contains("green tea"),
+        "{}",
+        r.body
+    );
+    assert!(r.body["tokens"].as_u64().unwrap() <= r.body["budget_tokens"].as_u64().unwrap());
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/context",
+        Some(&api.agent),
+        Some(json!({"user_id": "bob", "messages": [{"role": "user", "content": "tea?"}], "model_context_tokens": 8000})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/context",
+        Some(&api.agent),
+        Some(json!({"user_id": "bob", "query": "x", "model_context_tokens": 1})),
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    assert_eq!(r.field(), "model_context_tokens");
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/context",
+        Some(&api.ann),
+        Some(json!({"user_id": "bob", "query": "x", "model_context_tokens": 8000})),
+    )
+    .await;
+    assert_error(&r, StatusCode::FORBIDDEN, "forbidden");
+    assert_error(
+        &call(&api.app, Method::POST, "/v1/context", None, None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthenticated",
+    );
+
+    // Reference documents: ingest, found by a user's search, delete.
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/reference/documents",
+        Some(&api.admin),
+        Some(json!({"document_id": "refunds", "title": "Refunds", "text": "Refunds are paid back to the original card within five business days."})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["document_id"], "refunds");
+    assert!(!r.body["chunk_ids"].as_array().unwrap().is_empty());
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.ann),
+        Some(json!({"query": "refunds original card"})),
+    )
+    .await;
+    assert_eq!(
+        r.body["hits"][0]["memory"]["tier"], "reference",
+        "{}",
+        r.body
+    );
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/reference/documents",
+        Some(&api.admin),
+        Some(json!({"text": ""})),
+    )
+    .await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        "/v1/reference/documents/refunds",
+        Some(&api.admin),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body["deleted_chunks"].as_u64().unwrap() >= 1);
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        "/v1/reference/documents/refunds",
+        Some(&api.admin),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::NOT_FOUND, "not_found");
+
+    // Forget: a user key only itself; an agent any user of its tenant.
+    let ann_mem = add(
+        &api,
+        &api.ann,
+        json!({"text": "Ann's diary", "refresh": true}),
+    )
+    .await;
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        "/v1/users/bob",
+        Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::FORBIDDEN, "forbidden");
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        "/v1/users/ann",
+        Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["user_id"], "ann");
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{ann_mem}"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::NOT_FOUND, "not_found");
+    let r = call(
+        &api.app,
+        Method::DELETE,
+        "/v1/users/bob",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?user_id=bob",
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert!(r.body["memories"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn health_readiness_request_ids_and_dev_mode() {
+    let api = api_with(Policy::default(), AuthMode::InsecureDev, None).await;
+    let r = call(&api.app, Method::GET, "/healthz", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["status"], "ok");
+    let r = call(&api.app, Method::GET, "/readyz", None, None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["checks"]["store"], "ok");
+    assert_eq!(r.body["checks"]["embedder"], "ok");
+    // A request id is generated, or the client's is kept.
+    let req = Request::builder()
+        .uri("/healthz")
+        .header("x-request-id", "abc-123")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(&api.app, req).await.headers["x-request-id"], "abc-123");
+    // Dev mode: no key needed; acts as the default tenant's admin.
+    let id = add(
+        &api,
+        "",
+        json!({"tier": "reference", "text": "Dev reference"}),
+    )
+    .await;
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{id}"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(r.body["tenant_id"], "default");
+    let r = call(&api.app, Method::GET, "/metrics", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    // A key that is presented is still checked.
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories",
+        Some("mnemo_bad"),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, "unauthenticated");
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories",
+        Some(&api.globex),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+/// Statuses the API never produces from a request here are checked on the
+/// mapping itself, which every handler goes through.
+#[test]
+fn every_error_status_maps_once() {
+    let cases: Vec<(Error, u16, &str)> = vec![
+        (Error::invalid("text", "x"), 400, "invalid_argument"),
+        (Error::Unauthenticated("x".into()), 401, "unauthenticated"),
+        (Error::Forbidden("x".into()), 403, "forbidden"),
+        (Error::not_found("x"), 404, "not_found"),
+        (Error::Conflict("x".into()), 409, "conflict"),
+        (
+            Error::TooLarge {
+                field: "text",
+                message: "x".into(),
+            },
+            413,
+            "payload_too_large",
+        ),
+        (
+            Error::Config {
+                key: "k".into(),
+                message: "x".into(),
+            },
+            422,
+            "invalid_configuration",
+        ),
+        (
+            Error::Overloaded {
+                message: "x".into(),
+                retry_after_secs: 3,
+            },
+            503,
+            "overloaded",
+        ),
+        (Error::Unavailable("x".into()), 503, "unavailable"),
+        (Error::internal("secret detail"), 500, "internal"),
+    ];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for (err, status, code) in cases {
+        let overloaded = matches!(err, Error::Overloaded { .. });
+        let res = err.into_response();
+        assert_eq!(res.status().as_u16(), status);
+        if overloaded {
+            assert_eq!(res.headers()[header::RETRY_AFTER], "3");
+        }
+        let bytes = rt.block_on(res.into_body().collect()).unwrap().to_bytes();
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["error"]["code"], code);
+        assert!(!body.to_string().contains("secret detail"));
+    }
+    assert_eq!(mnemo::ErrorCode::RateLimited.http_status(), 429);
+}
+
+#[tokio::test]
+async fn openapi_documents_every_route() {
+    let api = api().await;
+    let r = call(&api.app, Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body["openapi"].as_str().unwrap().starts_with("3.1"));
+    let routes = [
+        ("post", "/v1/memories"),
+        ("get", "/v1/memories"),
+        ("get", "/v1/memories/{id}"),
+        ("patch", "/v1/memories/{id}"),
+        ("delete", "/v1/memories/{id}"),
+        ("get", "/v1/memories/{id}/history"),
+        ("post", "/v1/search"),
+        ("post", "/v1/context"),
+        ("post", "/v1/reference/documents"),
+        ("delete", "/v1/reference/documents/{id}"),
+        ("delete", "/v1/users/{user_id}"),
+        ("get", "/healthz"),
+        ("get", "/readyz"),
+        ("get", "/metrics"),
+        ("get", "/openapi.json"),
+    ];
+    let paths = r.body["paths"].as_object().unwrap();
+    for (method, path) in routes {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} missing from OpenAPI"
+        );
+    }
+    // And every documented operation is routed (the fallback would say "no such route").
+    let mut documented = 0;
+    for (path, ops) in paths {
+        for method in ops.as_object().unwrap().keys() {
+            documented += 1;
+            let uri = path
+                .replace("{id}", &uuid::Uuid::now_v7().to_string())
+                .replace("{user_id}", "ann");
+            let m = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let r = call(&api.app, m, &uri, Some(&api.admin), None).await;
+            let routed = !(r.status == StatusCode::NOT_FOUND
+                && r.body["error"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("route "))
+                && r.status != StatusCode::METHOD_NOT_ALLOWED;
+            assert!(
+                routed,
+                "{method} {path} is documented but not routed: {}",
+                r.body
+            );
+        }
+    }
+    assert_eq!(
+        documented,
+        routes.len(),
+        "undocumented or unexpected operations"
+    );
+    assert!(r.body["components"]["securitySchemes"]["bearer"].is_object());
+}
+
+// ----- the real binary ------------------------------------------------------
+
+mod binary {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use axum::body::Bytes;
+    use axum::http::{Method, Request, StatusCode};
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    use serde_json::{json, Value};
+
+    type Http = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+    async fn req(
+        http: &Http,
+        method: Method,
+        url: &str,
+        key: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut b = Request::builder()
+            .method(method)
+            .uri(url)
+            .header("authorization", format!("Bearer {key}"));
+        if body.is_some() {
+            b = b.header("content-type", "application/json");
+        }
+        let body = body.map(|v| Bytes::from(v.to_string())).unwrap_or_default();
+        let res = http
+            .request(b.body(Full::new(body)).unwrap())
+            .await
+            .unwrap();
+        let status = res.status();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[tokio::test]
+    async fn serve_binary_add_search_context_delete_over_http() {
+        let assets = crate::real_embedder::ensure_assets();
+        let bin = env!("CARGO_BIN_EXE_mnemo");
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let out = Command::new(bin)
+            .args([
+                "keys",
+                "create",
+                "--tenant",
+                "default",
+                "--role",
+                "agent",
+                "--data-dir",
+            ])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        assert!(key.starts_with("mnemo_"));
+
+        let port = free_port();
+        let log_path = dir.path().join("serve.log");
+        let mut child = Command::new(bin)
+            .args([
+                "serve",
+                "--log-format",
+                "json",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(&data)
+            .arg("--assets-dir")
+            .arg(&assets)
+            .env("MNEMO_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log_path).unwrap())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let http: Http = Client::builder(TokioExecutor::new()).build_http();
+
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "mnemo serve exited early ({status}): {}",
+                    std::fs::read_to_string(&log_path).unwrap_or_default()
+                );
+            }
+            let ready = http
+                .request(
+                    Request::get(format!("{base}/readyz"))
+                        .body(Full::new(Bytes::new()))
+                        .unwrap(),
+                )
+                .await
+                .map(|r| r.status() == StatusCode::OK)
+                .unwrap_or(false);
+            if ready {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(180),
+                "server not ready in 180 s"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+
+        let secret_text = "The user prefers green tea";
+        let (status, body) = req(
+            &http,
+            Method::POST,
+            &format!("{base}/v1/memories"),
+            &key,
+            Some(json!({"memories": [
+                {"user_id": "u1", "text": secret_text},
+                {"user_id": "u1", "text": "The user's car is a blue hatchback"}
+            ], "refresh": true})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let tea = body["ids"][0].as_str().unwrap().to_string();
+
+        let search =
+            json!({"user_id": "u1", "query": "what drink does the user like", "explain": true});
+        let (status, body) = req(
+            &http,
+            Method::POST,
+            &format!("{base}/v1/search"),
+            &key,
+            Some(search.clone()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["hits"][0]["memory"]["id"], tea.as_str(), "{body}");
+        assert!(
+            body["hits"][0]["breakdown"]["vector_similarity"]
+                .as_f64()
+                .unwrap()
+                > 0.3
+        );
+
+        let (status, body) = req(
+            &http,
+            Method::POST,
+            &format!("{base}/v1/context"),
+            &key,
+            Some(json!({"user_id": "u1", "query": "drinks", "model_context_tokens": 8000})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(
+            body["text"].as_str().unwrap().contains("green tea"),
+            "{body}"
+        );
+
+        let (status, body) = req(
+            &http,
+            Method::DELETE,
+            &format!("{base}/v1/memories/{tea}"),
+            &key,
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (_, body) = req(
+            &http,
+            Method::POST,
+            &format!("{base}/v1/search"),
+            &key,
+            Some(search),
+        )
+        .await;
+        assert!(body["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["memory"]["id"] != tea.as_str()));
+
+        // Graceful shutdown on SIGTERM: exits 0 after committing.
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "server did not stop within 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let log = std::fs::read_to_string(&log_path).unwrap();
+        assert!(status.success(), "exit {status}: {log}");
+        assert!(log.contains("stopped"), "{log}");
+        assert!(
+            log.contains("request_id"),
+            "request ids in log lines: {log}"
+        );
+        assert!(
+            !log.contains(secret_text),
+            "memory text leaked into the logs"
+        );
+    }
+}
