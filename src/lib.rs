@@ -19,4 +19,5 @@ pub mod store;
 
 pub use service::{Actor, Engine};
 pub mod cli;
+pub mod eval;
 pub mod open;
