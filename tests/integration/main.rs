@@ -8,6 +8,7 @@ mod common;
 
 mod crash;
 mod engine;
+mod eval;
 mod isolation;
 mod ranking;
 mod real_embedder;
