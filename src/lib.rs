@@ -19,5 +19,7 @@ pub mod store;
 
 pub use service::{Actor, Engine};
 pub mod cli;
+pub mod context;
+pub mod erasure;
 pub mod eval;
 pub mod open;

@@ -89,6 +89,8 @@ pub async fn open_with(
         policy: Arc::new(policy),
         clock,
     });
+    // Finish any "forget all my data" a crash interrupted before serving.
+    engine.resume_erasures().await?;
     let report = engine.reconcile().await?;
     Ok((engine, report))
 }

@@ -246,6 +246,7 @@ impl Default for ReferencePolicy {
 #[serde(deny_unknown_fields, default)]
 pub struct ContextPolicy {
     pub budget_fraction: f64,
+    pub tokenizer: crate::context::Tokenizer,
     pub max_long_term: usize,
     pub max_working: usize,
     pub max_reference: usize,
@@ -255,6 +256,7 @@ impl Default for ContextPolicy {
     fn default() -> Self {
         ContextPolicy {
             budget_fraction: 0.10,
+            tokenizer: crate::context::Tokenizer::Cl100kBase,
             max_long_term: 5,
             max_working: 3,
             max_reference: 5,

@@ -5,12 +5,15 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 
 /// The three tiers of memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// A thread's recent turns and summary; belongs to one user and one thread.
@@ -60,7 +63,9 @@ impl fmt::Display for Tier {
 }
 
 /// What sort of thing a memory states. Half-lives and TTLs can differ per kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     Preference,
@@ -122,7 +127,9 @@ impl fmt::Display for Kind {
 
 /// Where a memory is in its life. Only `active` (and, on request, `pending`)
 /// memories are retrievable; the search indexes hold nothing else.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Active,
@@ -185,7 +192,7 @@ impl fmt::Display for Status {
 }
 
 /// Where a memory came from: a thread and message, a document, an import.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Source {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,

@@ -2,6 +2,7 @@
 //! types and pure functions. Nothing here does I/O, spawns tasks or knows about
 //! SQL, tantivy or Qdrant; it is what the unit and property tests hit hardest.
 
+pub mod chunk;
 pub mod memory;
 pub mod ranking;
 pub mod scope;

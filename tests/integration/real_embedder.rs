@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mnemo::clock::SystemClock;
 use mnemo::domain::Scope;
-use mnemo::embed::assets::{self, AssetPaths};
+use mnemo::embed::assets;
 use mnemo::service::{Actor, Legs, SearchRequest};
 
 use crate::common::long_term;
@@ -20,9 +20,8 @@ pub fn assets_dir() -> PathBuf {
 
 pub fn ensure_assets() -> PathBuf {
     let dir = assets_dir();
-    let paths = AssetPaths::new(&dir);
-    if assets::verify(&paths).is_err() {
-        assets::setup(&paths, |m| eprintln!("{m}"))
+    if assets::verify(&dir).is_err() {
+        assets::setup(&dir, |m| eprintln!("{m}"))
             .unwrap_or_else(|e| panic!("model assets unavailable and could not be fetched: {e}"));
     }
     dir

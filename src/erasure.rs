@@ -1,0 +1,183 @@
+//! "Forget all my data": erase every trace of one user from every store, and
+//! prove it.
+//!
+//! Order of work, each step idempotent:
+//! 1. record the intent in the store (so a crash anywhere after this resumes
+//!    at the next start, see [`Engine::resume_erasures`]);
+//! 2. delete the user's documents from the lexical index and the vector index
+//!    (by owner key), then purge: tantivy merges its segments and deletes the
+//!    old files, so deleted documents are physically gone; the vector index is
+//!    flushed and optimised;
+//! 3. delete the user's rows from the store in one transaction — memories in
+//!    every status (pending candidates included), audit events with their
+//!    before/after text, embedding-cache entries of their texts — with
+//!    `secure_delete` zeroing the freed pages, then checkpoint the WAL;
+//! 4. replace the intent with a content-free tombstone (hashed user id,
+//!    counts, actor, time).
+//!
+//! Unlike every other delete in Mnemo this one is not soft: it cannot be
+//! undone, which is the point.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::memory::validate_id;
+use crate::domain::Owner;
+use crate::error::{Error, Result};
+use crate::service::{Actor, Engine};
+
+/// What an erasure removed, store by store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErasedCounts {
+    pub memories: u64,
+    pub candidates: u64,
+    pub threads: u64,
+    pub messages: u64,
+    pub audit_events: u64,
+    pub lexical_docs: u64,
+    pub vectors: u64,
+    pub cached_embeddings: u64,
+}
+
+/// Returned by a completed erasure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErasureReceipt {
+    pub user_id: String,
+    pub erased: ErasedCounts,
+    pub completed_at: DateTime<Utc>,
+}
+
+/// What every store still holds of a user: all zero after an erasure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErasureVerification {
+    pub user_id: String,
+    pub memories: u64,
+    pub audit_events: u64,
+    pub lexical_docs: u64,
+    pub vectors: u64,
+    pub pending_erasure: bool,
+    /// True when every count is zero and no erasure is in progress.
+    pub erased: bool,
+    /// When the last erasure of this user completed, if any.
+    pub last_erasure_at: Option<DateTime<Utc>>,
+}
+
+impl Engine {
+    /// Erases every trace of a user of the actor's tenant. A user key may
+    /// erase only itself; agent and admin keys any user of their tenant.
+    pub async fn forget_user(&self, actor: &Actor, user_id: &str) -> Result<ErasureReceipt> {
+        validate_id("user_id", user_id)?;
+        let user = actor
+            .user_for(Some(user_id))?
+            .ok_or_else(|| Error::invalid("user_id", "user_id is required"))?;
+        let now = self.clock().now();
+        self.store()
+            .begin_erasure(&actor.tenant_id, &user, &actor.id, now)
+            .await?;
+        self.complete_erasure(&actor.tenant_id, &user, &actor.id)
+            .await
+    }
+
+    async fn complete_erasure(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        actor: &str,
+    ) -> Result<ErasureReceipt> {
+        let owner = Owner::user(tenant_id, user_id);
+        let lexical = self.lexical().clone();
+        let vectors = self.vectors().clone();
+        let o = owner.clone();
+        let (lexical_docs, vector_points) =
+            tokio::task::spawn_blocking(move || -> Result<(usize, usize)> {
+                let l = lexical.delete_owner(&o)?;
+                lexical.purge()?;
+                let v = vectors.delete_owner(&o)?;
+                vectors.flush()?;
+                vectors.optimize()?;
+                Ok((l, v))
+            })
+            .await
+            .map_err(|e| Error::internal(format!("erasure task failed: {e}")))??;
+        let rows = self.store().erase_user(tenant_id, user_id).await?;
+        let erased = ErasedCounts {
+            memories: rows.memories,
+            candidates: rows.candidates,
+            threads: 0,
+            messages: 0,
+            audit_events: rows.audit_events,
+            lexical_docs: lexical_docs as u64,
+            vectors: vector_points as u64,
+            cached_embeddings: rows.cached_embeddings,
+        };
+        let completed_at = self.clock().now();
+        let counts = serde_json::to_value(&erased).map_err(Error::internal)?;
+        self.store()
+            .complete_erasure(tenant_id, user_id, &counts, actor, completed_at)
+            .await?;
+        // Counts only: never the user id or any text in logs.
+        tracing::info!(
+            memories = erased.memories,
+            lexical_docs,
+            vector_points,
+            "user erased"
+        );
+        Ok(ErasureReceipt {
+            user_id: user_id.to_string(),
+            erased,
+            completed_at,
+        })
+    }
+
+    /// Counts what every store holds of a user.
+    pub async fn verify_erasure(
+        &self,
+        actor: &Actor,
+        user_id: &str,
+    ) -> Result<ErasureVerification> {
+        validate_id("user_id", user_id)?;
+        let user = actor
+            .user_for(Some(user_id))?
+            .ok_or_else(|| Error::invalid("user_id", "user_id is required"))?;
+        let footprint = self.store().user_footprint(&actor.tenant_id, &user).await?;
+        let owner = Owner::user(&actor.tenant_id, &user);
+        let lexical = self.lexical().clone();
+        let vectors = self.vectors().clone();
+        let (lexical_docs, vector_points) =
+            tokio::task::spawn_blocking(move || -> Result<(usize, usize)> {
+                lexical.commit()?;
+                Ok((lexical.count_owner(&owner)?, vectors.count_owner(&owner)?))
+            })
+            .await
+            .map_err(|e| Error::internal(format!("verification task failed: {e}")))??;
+        let last_erasure_at = self.store().last_erasure(&actor.tenant_id, &user).await?;
+        let erased = footprint.memories == 0
+            && footprint.audit_events == 0
+            && lexical_docs == 0
+            && vector_points == 0
+            && footprint.pending_erasures == 0;
+        Ok(ErasureVerification {
+            user_id: user,
+            memories: footprint.memories,
+            audit_events: footprint.audit_events,
+            lexical_docs: lexical_docs as u64,
+            vectors: vector_points as u64,
+            pending_erasure: footprint.pending_erasures > 0,
+            erased,
+            last_erasure_at,
+        })
+    }
+
+    /// Completes erasures a crash interrupted; run at every start.
+    pub async fn resume_erasures(&self) -> Result<usize> {
+        let pending = self.store().pending_erasures().await?;
+        for (tenant, user, actor) in &pending {
+            self.complete_erasure(tenant, user, actor).await?;
+        }
+        if !pending.is_empty() {
+            tracing::warn!(count = pending.len(), "resumed interrupted erasures");
+        }
+        Ok(pending.len())
+    }
+}
