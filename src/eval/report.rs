@@ -28,9 +28,15 @@ pub struct Run {
     pub data_sha256: String,
     /// Queries scored (those with at least one relevant judgment).
     pub queries: usize,
+    #[serde(serialize_with = "ser::metrics")]
     pub metrics: MetricMap,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser::opt_metrics"
+    )]
     pub group_metrics: Option<MetricMap>,
+    #[serde(serialize_with = "ser::by_category")]
     pub by_category: BTreeMap<String, MetricMap>,
     pub latency_ms: Latency,
     pub ingest_per_s: f64,
@@ -74,6 +80,40 @@ pub fn ordered_keys(m: &MetricMap) -> Vec<String> {
     };
     keys.sort_by_key(|k| rank(k));
     keys.into_iter().cloned().collect()
+}
+
+/// Metric maps are written in display order (`recall_any@5` before
+/// `recall_any@10`), so that `report.json` reads like the tables.
+mod ser {
+    use std::collections::BTreeMap;
+
+    use serde::ser::{Serialize, Serializer};
+
+    use super::{ordered_keys, MetricMap};
+
+    struct Ordered<'a>(&'a MetricMap);
+
+    impl Serialize for Ordered<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let keys = ordered_keys(self.0);
+            s.collect_map(keys.iter().map(|k| (k, self.0[k])))
+        }
+    }
+
+    pub fn metrics<S: Serializer>(m: &MetricMap, s: S) -> Result<S::Ok, S::Error> {
+        Ordered(m).serialize(s)
+    }
+
+    pub fn opt_metrics<S: Serializer>(m: &Option<MetricMap>, s: S) -> Result<S::Ok, S::Error> {
+        m.as_ref().map(Ordered).serialize(s)
+    }
+
+    pub fn by_category<S: Serializer>(
+        m: &BTreeMap<String, MetricMap>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_map(m.iter().map(|(k, v)| (k, Ordered(v))))
+    }
 }
 
 fn recall_any_ks(m: &MetricMap) -> Vec<(usize, f64)> {
