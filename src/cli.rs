@@ -114,6 +114,8 @@ pub enum Command {
     Reindex,
     /// Counts by tier and status, index sizes, the embedding model.
     Stats,
+    /// Evaluate retrieval on evaluation sets; writes report.json/md/html.
+    Eval(EvalArgs),
     /// Erase every trace of a user from every store (irreversible).
     Forget {
         #[arg(long)]
@@ -275,6 +277,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ingest(i) => ingest(&cli.global, i).await,
         Command::Reindex => reindex(&cli.global).await,
         Command::Stats => stats(&cli.global).await,
+        Command::Eval(e) => eval(&cli.global, e).await,
         Command::Forget { user, tenant } => forget(&cli.global, &tenant, &user).await,
         Command::VerifyErasure { user, tenant } => {
             verify_erasure(&cli.global, &tenant, &user).await
@@ -674,5 +677,103 @@ async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Res
     if !v.erased {
         bail!("user {user} is not fully erased");
     }
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// An evaluation set directory (corpus.jsonl, queries.jsonl, qrels.tsv); repeatable.
+    #[arg(long = "set", required = true)]
+    pub sets: Vec<PathBuf>,
+    /// A built-in preset: bm25, vector, hybrid, hybrid_decay, hybrid_decay_importance
+    /// (repeatable; all five when none is given).
+    #[arg(long = "preset")]
+    pub presets: Vec<String>,
+    /// A policy file run as the full pipeline with its ranking, labelled by file stem (repeatable).
+    #[arg(long = "config")]
+    pub configs: Vec<PathBuf>,
+    /// Dotted path into corpus lines (e.g. meta.session_key) for group-level metrics.
+    #[arg(long)]
+    pub group_by: Option<String>,
+    /// Recall cut-offs.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
+    pub k: Vec<usize>,
+    /// Paired comparison `A,B` (preset names or config stems); default: the first two runs.
+    #[arg(long)]
+    pub compare: Option<String>,
+    /// Where report.json, report.md and report.html go.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Persistent document-embedding cache
+    /// (default: $XDG_CACHE_HOME/mnemo or ~/.cache/mnemo, else <out>/.cache).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// A terminal progress bar per phase.
+struct BarProgress(std::sync::Mutex<Option<ProgressBar>>);
+
+impl crate::eval::Progress for BarProgress {
+    fn start(&self, phase: &str, total: u64) {
+        let mut bar = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *bar = Some(progress_bar(total, phase));
+    }
+    fn advance(&self, n: u64) {
+        if let Some(b) = &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            b.inc(n);
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
+    use crate::eval::{EvalConfig, Preset, Variant};
+    let mut variants = a
+        .presets
+        .iter()
+        .map(|p| Preset::parse(p).map(Variant::Preset))
+        .collect::<Result<Vec<_>, _>>()?;
+    if variants.is_empty() {
+        variants = Preset::ALL.into_iter().map(Variant::Preset).collect();
+    }
+    for c in &a.configs {
+        variants.push(Variant::config(c)?);
+    }
+    let compare = match a.compare.as_deref() {
+        None => None,
+        Some(s) => match s.split_once(',') {
+            Some((x, y)) => Some((x.trim().to_string(), y.trim().to_string())),
+            None => bail!("--compare takes two labels, `A,B`"),
+        },
+    };
+    ensure_assets(g)?;
+    let embedder = open::load_embedder(&g.assets_dir)?;
+    let cache_dir = a.cache_dir.clone().unwrap_or_else(|| {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|c| c.join("mnemo"))
+            .unwrap_or_else(|| a.out.join(".cache"))
+    });
+    let mut config = EvalConfig::new(a.sets, embedder);
+    config.variants = variants;
+    config.group_by = a.group_by;
+    config.ks = a.k;
+    config.compare = compare;
+    config.policy = g.policy()?;
+    config.cache_dir = Some(cache_dir);
+    let started = std::time::Instant::now();
+    let report = crate::eval::run(config, &BarProgress(Default::default())).await?;
+    report.write(&a.out)?;
+    print!("{}", report.markdown());
+    eprintln!(
+        "evaluated in {:.1} s; reports in {}",
+        started.elapsed().as_secs_f64(),
+        a.out.display()
+    );
     Ok(())
 }

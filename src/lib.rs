@@ -59,6 +59,7 @@ pub mod domain;
 pub mod embed;
 pub mod erasure;
 pub mod error;
+pub mod eval;
 pub mod keys;
 pub mod lexical;
 pub mod open;

@@ -9,6 +9,7 @@ mod common;
 mod api;
 mod crash;
 mod engine;
+mod eval;
 mod forget;
 mod isolation;
 mod ranking;

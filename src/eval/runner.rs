@@ -1,0 +1,302 @@
+//! One set through the engine: ingest once into a fresh temporary store, then
+//! run every query once per variant. Sequential by design: the clock is set to
+//! each query's `asked_at`, and latencies are measured on an otherwise idle
+//! engine.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::cache::EmbeddingCache;
+use super::metrics::{self, Judgments, Latency, MetricMap};
+use super::report::Run;
+use super::set::EvalSet;
+use super::{EvalConfig, Progress, Result};
+use crate::clock::ManualClock;
+use crate::domain::Scope;
+use crate::service::{Actor, Engine, SearchRequest};
+use crate::store::text_hash;
+
+/// What the report says about a set beyond its runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetInfo {
+    pub set: String,
+    pub path: String,
+    pub data_sha256: String,
+    pub documents: usize,
+    pub queries: usize,
+    /// Queries with at least one relevant judgment: the ones scored.
+    pub judged_queries: usize,
+    /// Queries without `asked_at`, run with the clock at `default_asked_at`.
+    pub queries_without_asked_at: usize,
+    /// The latest `created_at` in the corpus.
+    pub default_asked_at: chrono::DateTime<chrono::Utc>,
+    /// The `--group-by` field, when this set's documents have it.
+    pub group_by: Option<String>,
+    pub ingest_secs: f64,
+    pub ingest_per_s: f64,
+    /// Document embeddings found in the persistent cache.
+    pub embeddings_cached: usize,
+}
+
+/// Documents per write batch during ingest.
+const INGEST_BATCH: usize = 256;
+
+/// Category name for queries without one.
+pub const UNCATEGORIZED: &str = "uncategorized";
+
+/// Ingests a set and runs every variant on it.
+pub async fn run_set(
+    config: &EvalConfig,
+    set: &EvalSet,
+    progress: &dyn Progress,
+) -> Result<(SetInfo, Vec<Run>)> {
+    let tmp = match &config.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| super::Error::Io {
+                path: d.clone(),
+                source: e,
+            })?;
+            tempfile::Builder::new().prefix("mnemo-eval-").tempdir_in(d)
+        }
+        None => tempfile::Builder::new().prefix("mnemo-eval-").tempdir(),
+    }
+    .map_err(|e| super::Error::Io {
+        path: config.work_dir.clone().unwrap_or_else(std::env::temp_dir),
+        source: e,
+    })?;
+    let default_at = set.default_asked_at();
+    let clock = ManualClock::new(default_at);
+    let (engine, _) = crate::open::open_with(
+        tmp.path(),
+        config.policy.clone(),
+        config.embedder.clone(),
+        Arc::new(clock.clone()),
+        false,
+    )
+    .await?;
+    let result = async {
+        let (ingest_secs, cached) = ingest(config, set, &engine, progress).await?;
+        let mut runs = Vec::new();
+        for v in &config.variants {
+            runs.push(run_variant(config, set, &engine, &clock, v, progress).await?);
+        }
+        Ok::<_, super::Error>((ingest_secs, cached, runs))
+    }
+    .await;
+    engine.shutdown().await.ok();
+    drop(engine);
+    let (ingest_secs, embeddings_cached, mut runs) = result?;
+    let ingest_per_s = set.docs.len() as f64 / ingest_secs.max(1e-9);
+    for r in &mut runs {
+        r.ingest_per_s = ingest_per_s;
+    }
+    let info = SetInfo {
+        set: set.name.clone(),
+        path: set.dir.display().to_string(),
+        data_sha256: set.data_sha256.clone(),
+        documents: set.docs.len(),
+        queries: set.queries.len(),
+        judged_queries: set.judged_queries().count(),
+        queries_without_asked_at: set.queries.iter().filter(|q| q.asked_at.is_none()).count(),
+        default_asked_at: default_at,
+        group_by: set.group_by.clone(),
+        ingest_secs,
+        ingest_per_s,
+        embeddings_cached,
+    };
+    Ok((info, runs))
+}
+
+/// Seeds the store's embedding cache, writes the corpus, saves the cache.
+/// Returns the ingest time (seconds, from the first write to an optimised
+/// index) and how many embeddings came from the persistent cache.
+async fn ingest(
+    config: &EvalConfig,
+    set: &EvalSet,
+    engine: &Engine,
+    progress: &dyn Progress,
+) -> Result<(f64, usize)> {
+    let model = engine.embedder().model_id().to_string();
+    let dim = engine.embedder().dim();
+    let hashes: Vec<String> = {
+        let mut h: Vec<String> = set.docs.iter().map(|d| text_hash(&d.memory.text)).collect();
+        h.sort();
+        h.dedup();
+        h
+    };
+    let mut cache = config
+        .cache_dir
+        .as_deref()
+        .map(|dir| EmbeddingCache::load(dir, &model, dim));
+    let mut seeded = 0;
+    if let Some(c) = &cache {
+        let entries: Vec<(String, Vec<f32>)> = hashes
+            .iter()
+            .filter_map(|h| c.vectors.get(h).map(|v| (h.clone(), v.clone())))
+            .collect();
+        seeded = entries.len();
+        for chunk in entries.chunks(1000) {
+            engine.store().cache_embeddings(&model, chunk).await?;
+        }
+    }
+
+    let actor = Actor::local("eval");
+    let batch = INGEST_BATCH.min(config.policy.limits.max_batch).max(1);
+    progress.start(&format!("{}: ingest", set.name), set.docs.len() as u64);
+    let started = Instant::now();
+    for chunk in set.docs.chunks(batch) {
+        let items = chunk.iter().map(|d| d.memory.clone()).collect();
+        engine.add(&actor, items, false).await?;
+        progress.advance(chunk.len() as u64);
+    }
+    engine.commit().await?;
+    engine.optimize().await?;
+    let secs = started.elapsed().as_secs_f64();
+    progress.finish();
+
+    if let (Some(c), Some(dir)) = (&mut cache, &config.cache_dir) {
+        if seeded < hashes.len() {
+            let mut learned = Vec::new();
+            for chunk in hashes.chunks(1000) {
+                learned.extend(engine.store().cached_embeddings(&model, chunk).await?);
+            }
+            c.extend(learned);
+            if let Err(e) = c.save(dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not save the embedding cache");
+            }
+        }
+    }
+    Ok((secs, seeded))
+}
+
+/// One query's outcome.
+struct Outcome<'a> {
+    query_id: &'a str,
+    category: &'a str,
+    metrics: MetricMap,
+    group_metrics: Option<MetricMap>,
+}
+
+async fn run_variant(
+    config: &EvalConfig,
+    set: &EvalSet,
+    engine: &Engine,
+    clock: &ManualClock,
+    variant: &super::Variant,
+    progress: &dyn Progress,
+) -> Result<Run> {
+    let params = variant.params(&config.policy);
+    let default_at = set.default_asked_at();
+    let groups: Option<HashMap<&str, String>> = set.group_by.as_ref().map(|_| {
+        set.docs
+            .iter()
+            .map(|d| (d.id.as_str(), group_key(d)))
+            .collect()
+    });
+    let queries: Vec<_> = set.judged_queries().collect();
+    progress.start(
+        &format!("{}: {}", set.name, variant.label()),
+        queries.len() as u64,
+    );
+    let mut outcomes = Vec::with_capacity(queries.len());
+    let mut search_ms = Vec::with_capacity(queries.len());
+    let mut embed_ms = Vec::new();
+    for q in queries {
+        clock.set(q.asked_at.unwrap_or(default_at));
+        let mut req = SearchRequest::new(Scope::user(q.user_id.clone()), q.text.clone());
+        req.top_k = Some(config.depth());
+        req.legs = params.legs;
+        req.ranking = Some(params.ranking.clone());
+        req.decay = params.decay;
+        req.record_access = false;
+        let started = Instant::now();
+        let result = engine.search(req).await?;
+        search_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        if params.legs != crate::service::Legs::Lexical {
+            embed_ms.push(result.embed_ms);
+        }
+        let ranking: Vec<&str> = result
+            .hits
+            .iter()
+            .filter_map(|h| h.memory.metadata.get("doc_id").and_then(|v| v.as_str()))
+            .collect();
+        let judgments = &set.qrels[&q.id];
+        let m = metrics::query_metrics(ranking.iter().copied(), judgments, &config.ks);
+        let gm = groups.as_ref().map(|g| {
+            let gj = group_judgments(judgments, g);
+            let granking: Vec<&str> = ranking
+                .iter()
+                .filter_map(|d| g.get(d).map(String::as_str))
+                .collect();
+            metrics::query_metrics(granking, &gj, &config.ks)
+        });
+        outcomes.push(Outcome {
+            query_id: &q.id,
+            category: q.category.as_deref().unwrap_or(UNCATEGORIZED),
+            metrics: m,
+            group_metrics: gm,
+        });
+        progress.advance(1);
+    }
+    progress.finish();
+
+    let all: Vec<&MetricMap> = outcomes.iter().map(|o| &o.metrics).collect();
+    let group_metrics = groups.as_ref().map(|_| {
+        let g: Vec<&MetricMap> = outcomes
+            .iter()
+            .filter_map(|o| o.group_metrics.as_ref())
+            .collect();
+        metrics::mean(&g)
+    });
+    let mut by_cat: BTreeMap<&str, Vec<&MetricMap>> = BTreeMap::new();
+    for o in &outcomes {
+        by_cat.entry(o.category).or_default().push(&o.metrics);
+    }
+    Ok(Run {
+        set: set.name.clone(),
+        preset: variant.label().to_string(),
+        config: variant.config_path().map(|p| p.display().to_string()),
+        model_id: engine.embedder().model_id().to_string(),
+        data_sha256: set.data_sha256.clone(),
+        queries: outcomes.len(),
+        metrics: metrics::mean(&all),
+        group_metrics,
+        by_category: by_cat
+            .into_iter()
+            .map(|(c, ms)| (c.to_string(), metrics::mean(&ms)))
+            .collect(),
+        latency_ms: Latency::of(&search_ms, &embed_ms),
+        ingest_per_s: 0.0,
+        per_query: outcomes
+            .iter()
+            .map(|o| (o.query_id.to_string(), o.metrics.clone()))
+            .collect(),
+        search_ms,
+    })
+}
+
+/// A document's group: its `--group-by` value within its owner (groups never
+/// span users), or the document alone when it has no value.
+fn group_key(d: &super::set::Doc) -> String {
+    let owner = d.user_id.as_deref().unwrap_or("");
+    match &d.group {
+        Some(g) => format!("{owner}\u{1f}{g}"),
+        None => format!("{owner}\u{1f}\u{0}{}", d.id),
+    }
+}
+
+/// A query's judgments lifted to groups (a group's relevance is its best
+/// document's).
+fn group_judgments(j: &Judgments, groups: &HashMap<&str, String>) -> Judgments {
+    let mut out = Judgments::new();
+    for (doc, rel) in j {
+        if let Some(g) = groups.get(doc.as_str()) {
+            let e = out.entry(g.clone()).or_insert(0);
+            *e = (*e).max(*rel);
+        }
+    }
+    out
+}

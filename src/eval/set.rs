@@ -1,0 +1,291 @@
+//! Evaluation sets: a directory holding `corpus.jsonl`, `queries.jsonl` and
+//! `qrels.tsv` in the format of the shared evaluation data (see
+//! `eval_sets/README.md`). Loading validates everything before any engine is
+//! opened; every problem names its file and line.
+//!
+//! Corpus lines are parsed by the same [`CorpusLine`] as `mnemo ingest`, so an
+//! eval set and an ingested corpus mean the same thing.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::metrics::Judgments;
+use super::{Error, Result};
+use crate::cli::CorpusLine;
+use crate::domain::{NewMemory, Tier};
+
+pub const CORPUS: &str = "corpus.jsonl";
+pub const QUERIES: &str = "queries.jsonl";
+pub const QRELS: &str = "qrels.tsv";
+
+/// The clock for sets without any date (the shared data's constant).
+pub fn undated() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap()
+}
+
+/// One corpus document, ready to ingest.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub id: String,
+    /// `None` for reference documents (shared by every user).
+    pub user_id: Option<String>,
+    pub memory: NewMemory,
+    /// The `--group-by` value, when asked for and present.
+    pub group: Option<String>,
+}
+
+/// One query line.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Query {
+    pub id: String,
+    pub text: String,
+    pub user_id: String,
+    #[serde(default)]
+    pub asked_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub category: Option<String>,
+    #[serde(default)]
+    pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A loaded, validated set.
+#[derive(Debug, Clone)]
+pub struct EvalSet {
+    /// The directory's name: how reports refer to the set.
+    pub name: String,
+    pub dir: PathBuf,
+    pub docs: Vec<Doc>,
+    pub queries: Vec<Query>,
+    /// Query id → judged documents.
+    pub qrels: HashMap<String, Judgments>,
+    /// SHA-256 of `corpus.jsonl ‖ queries.jsonl ‖ qrels.tsv`, i.e.
+    /// `cat corpus.jsonl queries.jsonl qrels.tsv | sha256sum`.
+    pub data_sha256: String,
+    /// The `--group-by` field, when at least one document has it.
+    pub group_by: Option<String>,
+}
+
+impl EvalSet {
+    /// The latest `created_at` of the corpus: the clock of queries without
+    /// `asked_at` (the undated constant when no document has a date).
+    pub fn default_asked_at(&self) -> DateTime<Utc> {
+        self.docs
+            .iter()
+            .filter_map(|d| d.memory.created_at)
+            .max()
+            .unwrap_or_else(undated)
+    }
+
+    /// Queries that have at least one relevant judgment (the evaluated ones).
+    pub fn judged_queries(&self) -> impl Iterator<Item = &Query> {
+        self.queries.iter().filter(|q| {
+            self.qrels
+                .get(&q.id)
+                .is_some_and(|j| j.values().any(|r| *r > 0))
+        })
+    }
+}
+
+fn set_error(file: &Path, line: Option<usize>, message: impl Into<String>) -> Error {
+    Error::Set {
+        file: file.to_path_buf(),
+        line,
+        message: message.into(),
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| set_error(path, None, format!("cannot read: {e}")))
+}
+
+/// Non-blank lines with their 1-based numbers, as UTF-8.
+fn lines<'a>(path: &'a Path, bytes: &'a [u8]) -> impl Iterator<Item = Result<(usize, &'a str)>> {
+    bytes
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+        .map(move |(i, l)| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            std::str::from_utf8(l)
+                .map(|s| (i + 1, s))
+                .map_err(|e| set_error(path, Some(i + 1), format!("invalid UTF-8: {e}")))
+        })
+}
+
+/// The value at a dotted path (`meta.session_key`) of a JSON line, as text.
+pub fn field_at(line: &serde_json::Value, dotted: &str) -> Option<String> {
+    let v = dotted.split('.').try_fold(line, |v, part| v.get(part))?;
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Loads and validates a set. `group_by` is a dotted path into corpus lines.
+pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
+    let (corpus_path, queries_path, qrels_path) =
+        (dir.join(CORPUS), dir.join(QUERIES), dir.join(QRELS));
+    let (corpus, queries, qrels) = (
+        read(&corpus_path)?,
+        read(&queries_path)?,
+        read(&qrels_path)?,
+    );
+    let mut hasher = Sha256::new();
+    for bytes in [&corpus, &queries, &qrels] {
+        hasher.update(bytes);
+    }
+
+    // corpus.jsonl
+    let mut docs = Vec::new();
+    let mut doc_line: HashMap<String, usize> = HashMap::new();
+    let mut grouped = 0usize;
+    for l in lines(&corpus_path, &corpus) {
+        let (n, text) = l?;
+        let err = |m: String| set_error(&corpus_path, Some(n), m);
+        let line: CorpusLine = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+        if let Some(first) = doc_line.insert(line.id.clone(), n) {
+            return Err(err(format!(
+                "duplicate document id `{}` (first on line {first})",
+                line.id
+            )));
+        }
+        let group = match group_by {
+            Some(path) => {
+                let raw: serde_json::Value =
+                    serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+                field_at(&raw, path)
+            }
+            None => None,
+        };
+        grouped += usize::from(group.is_some());
+        let id = line.id.clone();
+        let user_id = line.user_id.clone();
+        let memory = line.into_new_memory().map_err(|e| err(e.to_string()))?;
+        let user_id = match memory.tier {
+            Some(Tier::Reference) => None,
+            Some(Tier::LongTerm) => Some(user_id.ok_or_else(|| {
+                err(format!(
+                    "document `{id}` has no user_id (only reference documents may omit it)"
+                ))
+            })?),
+            _ => {
+                return Err(err(format!(
+                    "document `{id}`: memory_type must be `long_term` or `reference`"
+                )))
+            }
+        };
+        docs.push(Doc {
+            id,
+            user_id,
+            memory,
+            group,
+        });
+    }
+
+    // queries.jsonl
+    let mut parsed_queries = Vec::new();
+    let mut query_line: HashMap<String, usize> = HashMap::new();
+    for l in lines(&queries_path, &queries) {
+        let (n, text) = l?;
+        let err = |m: String| set_error(&queries_path, Some(n), m);
+        let q: Query = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+        if let Some(first) = query_line.insert(q.id.clone(), n) {
+            return Err(err(format!(
+                "duplicate query id `{}` (first on line {first})",
+                q.id
+            )));
+        }
+        if q.text.trim().is_empty() {
+            return Err(err(format!("query `{}` has empty text", q.id)));
+        }
+        parsed_queries.push(q);
+    }
+
+    // qrels.tsv
+    let doc_user: HashMap<&str, Option<&str>> = docs
+        .iter()
+        .map(|d| (d.id.as_str(), d.user_id.as_deref()))
+        .collect();
+    let query_user: HashMap<&str, &str> = parsed_queries
+        .iter()
+        .map(|q| (q.id.as_str(), q.user_id.as_str()))
+        .collect();
+    let mut judged: HashMap<String, Judgments> = HashMap::new();
+    let mut pairs: HashSet<(String, String)> = HashSet::new();
+    for l in lines(&qrels_path, &qrels) {
+        let (n, text) = l?;
+        let err = |m: String| set_error(&qrels_path, Some(n), m);
+        let fields: Vec<&str> = text.split('\t').collect();
+        let [qid, did, rel] = fields[..] else {
+            return Err(err(format!(
+                "expected `query_id<TAB>doc_id<TAB>relevance`, found {} field(s)",
+                fields.len()
+            )));
+        };
+        let rel: u32 = rel.trim().parse().map_err(|_| {
+            err(format!(
+                "relevance must be a non-negative integer, found `{rel}`"
+            ))
+        })?;
+        let Some(quser) = query_user.get(qid) else {
+            return Err(err(format!("unknown query id `{qid}` (not in {QUERIES})")));
+        };
+        let Some(duser) = doc_user.get(did) else {
+            return Err(err(format!(
+                "unknown document id `{did}` (not in {CORPUS})"
+            )));
+        };
+        if let Some(duser) = duser {
+            if duser != quser {
+                return Err(err(format!(
+                    "document `{did}` belongs to user `{duser}` but query `{qid}` is asked by `{quser}`; \
+                     retrieval is scoped to the query's user, so it could never be found"
+                )));
+            }
+        }
+        if !pairs.insert((qid.to_string(), did.to_string())) {
+            return Err(err(format!("duplicate judgment for `{qid}` → `{did}`")));
+        }
+        judged
+            .entry(qid.to_string())
+            .or_default()
+            .insert(did.to_string(), rel);
+    }
+
+    let name = dir
+        .canonicalize()
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
+    Ok(EvalSet {
+        name,
+        dir: dir.to_path_buf(),
+        docs,
+        queries: parsed_queries,
+        qrels: judged,
+        data_sha256: hex::encode(hasher.finalize()),
+        group_by: group_by.filter(|_| grouped > 0).map(str::to_string),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_at_follows_dotted_paths() {
+        let v = serde_json::json!({"user_id": "u", "meta": {"s": 3, "k": "a", "n": null}});
+        assert_eq!(field_at(&v, "meta.s").as_deref(), Some("3"));
+        assert_eq!(field_at(&v, "meta.k").as_deref(), Some("a"));
+        assert_eq!(field_at(&v, "user_id").as_deref(), Some("u"));
+        assert_eq!(field_at(&v, "meta.n"), None);
+        assert_eq!(field_at(&v, "meta.missing"), None);
+    }
+}

@@ -1,0 +1,280 @@
+//! `mnemo eval` end to end: a tiny hand-made set through the real store and
+//! indexes, with exact figures under the deterministic bm25 preset, one
+//! sanity check with the real embedder, and every promised load error.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::eval::{self, EvalConfig, Preset, Variant};
+
+fn write_set(dir: &Path, corpus: &[&str], queries: &[&str], qrels: &[&str]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let join = |l: &[&str]| l.iter().map(|s| format!("{s}\n")).collect::<String>();
+    std::fs::write(dir.join("corpus.jsonl"), join(corpus)).unwrap();
+    std::fs::write(dir.join("queries.jsonl"), join(queries)).unwrap();
+    std::fs::write(dir.join("qrels.tsv"), join(qrels)).unwrap();
+}
+
+const CORPUS: &[&str] = &[
+    r#"{"id":"d1","text":"green tea every morning","user_id":"u1","created_at":"2025-01-01T00:00:00Z","memory_type":"long_term","meta":{"g":"x"}}"#,
+    r#"{"id":"d2","text":"the car is blue","user_id":"u1","created_at":"2025-01-02T00:00:00Z","memory_type":"long_term","meta":{"g":"y"}}"#,
+    r#"{"id":"d3","text":"meeting with the bank","user_id":"u1","created_at":"2025-01-03T00:00:00Z","memory_type":"long_term","meta":{"g":"x"}}"#,
+    r#"{"id":"d5","text":"green tea green tea","user_id":"u1","created_at":"2025-01-01T00:00:00Z","expires_at":"2025-01-02T00:00:00Z","memory_type":"long_term","meta":{"g":"z"}}"#,
+    r#"{"id":"d6","text":"vehicle: a bicycle","user_id":"u1","created_at":"2025-01-04T00:00:00Z","memory_type":"long_term","meta":{"g":"y"}}"#,
+    r#"{"id":"r1","text":"the bank opens at nine","user_id":"anyone","created_at":"2025-01-05T00:00:00Z","memory_type":"reference","meta":{}}"#,
+    r#"{"id":"d4","text":"green tea green tea green tea","user_id":"u2","created_at":"2025-01-01T00:00:00Z","memory_type":"long_term","meta":{"g":"x"}}"#,
+];
+
+const QUERIES: &[&str] = &[
+    r#"{"id":"q1","text":"green tea","user_id":"u1","asked_at":"2025-02-01T00:00:00Z","category":"a","meta":{}}"#,
+    r#"{"id":"q2","text":"when does the bank open","user_id":"u1","category":"b","meta":{}}"#,
+    r#"{"id":"q3","text":"which vehicle","user_id":"u1","category":"a","meta":{}}"#,
+    r#"{"id":"q4","text":"bank","user_id":"u1","category":"b","meta":{}}"#,
+    r#"{"id":"q-unjudged","text":"anything","user_id":"u1","meta":{}}"#,
+];
+
+const QRELS: &[&str] = &[
+    "q1\td1\t1",
+    "q1\td5\t0",
+    "q2\tr1\t1",
+    "q3\td2\t1",
+    "q4\td3\t1",
+    "q4\tr1\t1",
+];
+
+fn hashing() -> Arc<dyn mnemo::embed::Embedder> {
+    Arc::new(HashingEmbedder::new(64))
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    assert!((a - b).abs() < 1e-9, "{what}: {a} != {b}");
+}
+
+#[tokio::test]
+async fn bm25_on_a_tiny_set_gives_the_hand_computed_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("tiny");
+    write_set(&set, CORPUS, QUERIES, QRELS);
+    let mut config = EvalConfig::new(vec![set.clone()], hashing());
+    config.variants = vec![
+        Variant::Preset(Preset::Bm25),
+        Variant::Preset(Preset::Vector),
+    ];
+    config.group_by = Some("meta.g".into());
+    config.cache_dir = Some(tmp.path().join("cache"));
+    config.work_dir = Some(tmp.path().join("work"));
+    let report = eval::run(config.clone(), &()).await.unwrap();
+
+    let bm25 = &report.runs[0];
+    assert_eq!((bm25.set.as_str(), bm25.preset.as_str()), ("tiny", "bm25"));
+    assert_eq!(bm25.config, None);
+    assert_eq!(bm25.queries, 4, "the unjudged query is not scored");
+    assert_eq!(bm25.model_id, "hashing-64");
+    let m = &bm25.metrics;
+    // q1: d1 first (d5 expired, d4 is u2's); q2: r1 (reference) first;
+    // q3: no word in common with d2; q4: both relevant docs in the top 2.
+    close(m["recall_any@1"], 0.75, "recall_any@1");
+    close(m["recall_any@20"], 0.75, "recall_any@20");
+    close(m["recall_all@1"], 0.5, "recall_all@1");
+    close(m["recall_all@5"], 0.75, "recall_all@5");
+    close(m["ndcg@10"], 0.75, "ndcg@10");
+    close(m["mrr@10"], 0.75, "mrr@10");
+    let cats = &bm25.by_category;
+    close(cats["a"]["recall_any@1"], 0.5, "a");
+    close(cats["b"]["recall_any@1"], 1.0, "b any");
+    close(cats["b"]["recall_all@1"], 0.5, "b all");
+    // q3 retrieves d6, which shares d2's group: the group counts as found.
+    let g = bm25.group_metrics.as_ref().expect("group metrics");
+    close(g["recall_any@1"], 1.0, "group recall_any@1");
+    assert!(bm25.latency_ms.search_p50.is_some());
+    assert_eq!(bm25.latency_ms.embed_p50, None, "bm25 embeds no query");
+    assert!(report.runs[1].latency_ms.embed_p50.is_some());
+    assert!(bm25.ingest_per_s > 0.0);
+
+    let c = &report.comparisons[0];
+    assert_eq!(
+        (c.a.as_str(), c.b.as_str(), c.queries),
+        ("bm25", "vector", 4)
+    );
+    assert_eq!(c.per_query.len(), 4);
+    let info = &report.sets[0];
+    assert_eq!(info.queries_without_asked_at, 4);
+    assert_eq!(
+        info.default_asked_at.to_rfc3339(),
+        "2025-01-05T00:00:00+00:00"
+    );
+    assert_eq!(info.embeddings_cached, 0);
+
+    // The report files, with the stable key names.
+    let out = tmp.path().join("out");
+    report.write(&out).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let run = &json["runs"][0];
+    for key in [
+        "set",
+        "preset",
+        "config",
+        "model_id",
+        "data_sha256",
+        "queries",
+        "metrics",
+        "group_metrics",
+        "by_category",
+        "latency_ms",
+        "ingest_per_s",
+    ] {
+        assert!(run.get(key).is_some(), "runs[0].{key} missing");
+    }
+    for key in ["search_p50", "search_p95", "search_p99", "embed_p50"] {
+        assert!(run["latency_ms"].get(key).is_some(), "latency_ms.{key}");
+    }
+    assert_eq!(run["metrics"].as_object().unwrap().len(), 10);
+    assert!(json["versions"]["policy_sha256"].is_string());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && !html.contains("<script") && !html.contains("<link"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| bm25 |") && md.contains("no `asked_at`"));
+
+    // A second run finds every document embedding in the persistent cache.
+    let again = eval::run(config, &()).await.unwrap();
+    assert_eq!(again.sets[0].embeddings_cached, 7);
+    assert_eq!(again.runs[0].metrics, report.runs[0].metrics);
+}
+
+#[tokio::test]
+async fn hybrid_with_the_real_embedder_finds_a_paraphrase_bm25_cannot() {
+    let assets = crate::real_embedder::ensure_assets();
+    let embedder = mnemo::open::load_embedder(&assets).expect("real embedder loads");
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("tiny");
+    let queries = [r#"{"id":"q5","text":"what hot drink do I like","user_id":"u1","meta":{}}"#];
+    write_set(&set, CORPUS, &queries, &["q5\td1\t1"]);
+    let mut config = EvalConfig::new(vec![set], embedder);
+    config.variants = vec![
+        Variant::Preset(Preset::Bm25),
+        Variant::Preset(Preset::Hybrid),
+    ];
+    let report = eval::run(config, &()).await.unwrap();
+    assert_eq!(
+        report.runs[0].metrics["recall_any@5"], 0.0,
+        "no word in common"
+    );
+    assert_eq!(
+        report.runs[1].metrics["recall_any@5"], 1.0,
+        "{:#?}",
+        report.runs[1]
+    );
+}
+
+/// Loads a set whose one file is broken and returns the error text.
+fn load_error(corpus: &[&str], queries: &[&str], qrels: &[&str]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    write_set(tmp.path(), corpus, queries, qrels);
+    eval::set::load(tmp.path(), None).unwrap_err().to_string()
+}
+
+fn assert_names(err: &str, file_line: &str, words: &str) {
+    assert!(err.contains(file_line), "`{err}` should name {file_line}");
+    assert!(err.contains(words), "`{err}` should say `{words}`");
+}
+
+#[test]
+fn malformed_sets_name_file_and_line() {
+    let mut corpus = CORPUS.to_vec();
+    corpus.insert(1, "{not json");
+    assert_names(
+        &load_error(&corpus, QUERIES, QRELS),
+        "corpus.jsonl:2:",
+        "key must be a string",
+    );
+
+    let mut corpus = CORPUS.to_vec();
+    corpus.push(CORPUS[0]);
+    assert_names(
+        &load_error(&corpus, QUERIES, QRELS),
+        "corpus.jsonl:8:",
+        "duplicate document id `d1` (first on line 1)",
+    );
+
+    let corpus = [r#"{"id":"x","text":"t","memory_type":"long_term"}"#];
+    assert_names(
+        &load_error(&corpus, &[], &[]),
+        "corpus.jsonl:1:",
+        "has no user_id",
+    );
+
+    let mut queries = QUERIES.to_vec();
+    queries.push(QUERIES[1]);
+    assert_names(
+        &load_error(CORPUS, &queries, QRELS),
+        "queries.jsonl:6:",
+        "duplicate query id `q2`",
+    );
+
+    let mut qrels = QRELS.to_vec();
+    qrels.push("q9\td1\t1");
+    assert_names(
+        &load_error(CORPUS, QUERIES, &qrels),
+        "qrels.tsv:7:",
+        "unknown query id `q9`",
+    );
+
+    let mut qrels = QRELS.to_vec();
+    qrels.insert(0, "q1\tnope\t1");
+    assert_names(
+        &load_error(CORPUS, QUERIES, &qrels),
+        "qrels.tsv:1:",
+        "unknown document id `nope`",
+    );
+
+    let mut qrels = QRELS.to_vec();
+    qrels.push("q1\td4\t1");
+    assert_names(
+        &load_error(CORPUS, QUERIES, &qrels),
+        "qrels.tsv:7:",
+        "document `d4` belongs to user `u2` but query `q1` is asked by `u1`",
+    );
+
+    let mut qrels = QRELS.to_vec();
+    qrels.push("q1 d1 1");
+    assert_names(
+        &load_error(CORPUS, QUERIES, &qrels),
+        "qrels.tsv:7:",
+        "found 1 field(s)",
+    );
+
+    let mut qrels = QRELS.to_vec();
+    qrels.push("q1\td1\t1");
+    assert_names(
+        &load_error(CORPUS, QUERIES, &qrels),
+        "qrels.tsv:7:",
+        "duplicate judgment",
+    );
+}
+
+#[test]
+fn reference_documents_may_be_judged_for_any_user() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_set(tmp.path(), CORPUS, QUERIES, QRELS);
+    let set = eval::set::load(tmp.path(), Some("meta.g")).unwrap();
+    assert_eq!(set.docs.len(), 7);
+    assert_eq!(set.qrels["q4"].len(), 2);
+    assert_eq!(set.group_by.as_deref(), Some("meta.g"));
+    let none = eval::set::load(tmp.path(), Some("meta.missing")).unwrap();
+    assert_eq!(
+        none.group_by, None,
+        "no document has the field: no group metrics"
+    );
+}
+
+#[test]
+fn the_shipped_sets_load() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval_sets");
+    for name in ["memory_behaviour", "reference_knowledge"] {
+        let set = eval::set::load(&root.join(name), None)
+            .unwrap_or_else(|e| panic!("eval_sets/{name}: {e}"));
+        assert_eq!(set.judged_queries().count(), set.queries.len(), "{name}");
+    }
+}
