@@ -85,6 +85,8 @@ pub struct AppState {
     /// Set on the first shutdown signal: `/readyz` turns 503 so load
     /// balancers stop sending traffic while in-flight requests finish.
     pub shutting_down: Arc<AtomicBool>,
+    /// Background evaluations (`/v1/evals`).
+    pub evals: routes::evals::SharedEvalJobs,
 }
 
 impl AppState {
@@ -96,7 +98,16 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             limits,
             shutting_down: Arc::new(AtomicBool::new(false)),
+            evals: Arc::new(routes::evals::EvalJobs::from_env(
+                std::env::temp_dir().join("mnemo-evals"),
+            )),
         }
+    }
+
+    /// Where `/v1/evals` finds sets and writes reports.
+    pub fn with_evals(mut self, jobs: routes::evals::EvalJobs) -> Self {
+        self.evals = Arc::new(jobs);
+        self
     }
 
     pub fn with_limits(mut self, limits: HttpLimits) -> Self {
@@ -125,6 +136,8 @@ impl AppState {
         routes::reference::ingest_document,
         routes::reference::delete_document,
         routes::users::forget_user,
+        routes::evals::start,
+        routes::evals::get,
         routes::ops::healthz,
         routes::ops::readyz,
         routes::ops::metrics,
@@ -137,6 +150,7 @@ impl AppState {
         (name = "context", description = "Memory blocks for prompts"),
         (name = "reference", description = "Reference documents (admin)"),
         (name = "users", description = "Per-user data"),
+        (name = "evaluation", description = "Retrieval evaluations (admin)"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
 )]
@@ -196,6 +210,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/memories/{id}/history", get(routes::memories::history))
         .route("/v1/search", post(routes::search::search))
         .route("/v1/context", post(routes::context::context))
+        .route("/v1/evals", post(routes::evals::start))
+        .route("/v1/evals/{id}", get(routes::evals::get))
         .route(
             "/v1/reference/documents",
             post(routes::reference::ingest_document),

@@ -301,7 +301,11 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     if let Some(n) = config.max_body_bytes {
         limits.max_body_bytes = n;
     }
-    let state = AppState::new(engine.clone(), auth).with_limits(limits);
+    let state = AppState::new(engine.clone(), auth)
+        .with_limits(limits)
+        .with_evals(crate::api::routes::evals::EvalJobs::from_env(
+            config.global.data_dir.join("evals"),
+        ));
     let shutting_down = state.shutting_down.clone();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

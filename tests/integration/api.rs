@@ -1157,6 +1157,8 @@ async fn openapi_documents_every_route() {
         ("post", "/v1/reference/documents"),
         ("delete", "/v1/reference/documents/{id}"),
         ("delete", "/v1/users/{user_id}"),
+        ("post", "/v1/evals"),
+        ("get", "/v1/evals/{id}"),
         ("get", "/healthz"),
         ("get", "/readyz"),
         ("get", "/metrics"),
@@ -1423,4 +1425,88 @@ mod binary {
             "memory text leaked into the logs"
         );
     }
+}
+
+#[tokio::test]
+async fn evals_run_in_the_background_for_admins_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with(dir.path(), Arc::new(manual()), Policy::default()).await;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval_sets");
+    let state = AppState::new(engine.clone(), AuthMode::Keys).with_evals(
+        mnemo::api::routes::evals::EvalJobs::new(root, dir.path().join("evals")),
+    );
+    let app = app(state);
+    let admin = key(&engine, "acme", None, Role::Admin).await;
+    let agent = key(&engine, "acme", None, Role::Agent).await;
+    let body = json!({"sets": ["reference_knowledge"], "presets": ["bm25"]});
+
+    let r = call(
+        &app,
+        Method::POST,
+        "/v1/evals",
+        Some(&agent),
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    for bad in ["../eval_sets", "/etc", "no_such_set", ""] {
+        let r = call(
+            &app,
+            Method::POST,
+            "/v1/evals",
+            Some(&admin),
+            Some(json!({"sets": [bad]})),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.field()),
+            (StatusCode::BAD_REQUEST, "sets"),
+            "{bad}"
+        );
+    }
+    let r = call(
+        &app,
+        Method::POST,
+        "/v1/evals",
+        Some(&admin),
+        Some(json!({"sets": ["reference_knowledge"], "presets": ["best"]})),
+    )
+    .await;
+    assert_eq!((r.status, r.field()), (StatusCode::BAD_REQUEST, "presets"));
+
+    let r = call(&app, Method::POST, "/v1/evals", Some(&admin), Some(body)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    assert_eq!(r.body["status"], "running");
+    let id = r.body["id"].as_str().unwrap().to_string();
+    let uri = format!("/v1/evals/{id}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let done = loop {
+        let r = call(&app, Method::GET, &uri, Some(&admin), None).await;
+        assert_eq!(r.status, StatusCode::OK);
+        if r.body["status"] != "running" {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "evaluation did not finish"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(done.body["status"], "succeeded", "{:?}", done.body);
+    let run = &done.body["report"]["runs"][0];
+    assert_eq!(run["set"], "reference_knowledge");
+    assert_eq!(run["preset"], "bm25");
+    let ndcg = run["metrics"]["ndcg@10"].as_f64().unwrap();
+    assert!(ndcg > 0.0 && ndcg <= 1.0);
+    let out = std::path::PathBuf::from(done.body["out_dir"].as_str().unwrap());
+    assert!(out.join("report.html").is_file());
+    let r = call(
+        &app,
+        Method::GET,
+        &format!("/v1/evals/{}", uuid::Uuid::now_v7()),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
 }

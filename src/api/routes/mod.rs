@@ -4,6 +4,7 @@
 //! backend directly.
 
 pub mod context;
+pub mod evals;
 pub mod memories;
 pub mod ops;
 pub mod reference;
