@@ -21,4 +21,7 @@ pub use service::{Actor, Engine};
 pub mod cli;
 pub mod context;
 pub mod erasure;
+pub mod jobs;
+pub mod lifecycle;
 pub mod open;
+pub mod service_lifecycle;
