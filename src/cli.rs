@@ -90,6 +90,24 @@ pub enum Command {
         #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
         tenant: String,
     },
+    /// Lifecycle jobs (the server runs them on its own schedule).
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum JobsCommand {
+    /// Run one job now: ttl-sweep or weekly-cleanup.
+    Run {
+        /// ttl-sweep | weekly-cleanup
+        name: crate::jobs::JobName,
+        /// Print what would change, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the stats as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -168,6 +186,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::VerifyErasure { user, tenant } => {
             verify_erasure(&cli.global, &tenant, &user).await
         }
+        Command::Jobs(JobsCommand::Run {
+            name,
+            dry_run,
+            json,
+        }) => run_job(&cli.global, name, dry_run, json).await,
     }
 }
 
@@ -484,5 +507,29 @@ async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Res
     if !v.erased {
         bail!("user {user} is not fully erased");
     }
+    Ok(())
+}
+
+async fn run_job(
+    g: &GlobalArgs,
+    name: crate::jobs::JobName,
+    dry_run: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let engine = open_engine(g).await?;
+    let stats = crate::jobs::run(&engine, name, dry_run).await;
+    engine.shutdown().await?;
+    let stats = stats?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+        return Ok(());
+    }
+    for c in &stats.changes {
+        println!("would {:<10} {}  {}", c.action, c.id, c.detail);
+    }
+    if stats.dry_run && stats.changes.len() as u64 >= crate::jobs::MAX_LISTED_CHANGES as u64 {
+        println!("(first {} changes listed)", crate::jobs::MAX_LISTED_CHANGES);
+    }
+    println!("{stats}");
     Ok(())
 }

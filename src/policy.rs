@@ -325,7 +325,7 @@ impl Default for CleanupPolicy {
             unaccessed_days: 90,
             heat_half_life_days: 30.0,
             heat_weight: 0.3,
-            age_weight: 0.5,
+            age_weight: 0.35,
             age_half_life_days: 180.0,
         }
     }

@@ -10,5 +10,6 @@ mod crash;
 mod engine;
 mod forget;
 mod isolation;
+mod lifecycle;
 mod ranking;
 mod real_embedder;
