@@ -298,13 +298,16 @@ pub fn cleanup_decision(
         now,
         rule.heat_half_life_days,
     );
-    let importance = recomputed_importance(base_importance, h, days(created_at, now), rule);
     let idle_days = days(last_accessed_at.unwrap_or(created_at), now);
     let since_heat = days(last_accessed_at.max(cooled_at).unwrap_or(created_at), now);
     let cooled = h.floor() as u64;
     let cooled_access_count =
         (access_count > 0 && since_heat >= rule.heat_half_life_days && cooled < access_count)
             .then_some(cooled);
+    // Cooling writes the count back rounded down; score with that value so
+    // that a second run at the same instant decides exactly the same.
+    let h = cooled_access_count.map_or(h, |c| c as f64);
+    let importance = recomputed_importance(base_importance, h, days(created_at, now), rule);
     CleanupDecision {
         importance,
         cooled_access_count,
@@ -511,6 +514,23 @@ mod tests {
         assert_eq!(dec(8, None, d(30)).cooled_access_count, Some(4));
         assert_eq!(dec(4, Some(d(30)), d(30)).cooled_access_count, None);
         assert_eq!(dec(4, Some(d(30)), d(60)).cooled_access_count, Some(2));
+    }
+
+    #[test]
+    fn a_second_decision_at_the_same_instant_is_the_same() {
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let now = t0 + Duration::days(200);
+        for count in [0u64, 1, 3, 7, 50] {
+            for last in [None, Some(t0 + Duration::days(20)), Some(now)] {
+                let a = cleanup_decision(0.3, count, t0, last, None, now, rule(), 0.1, 90);
+                let count2 = a.cooled_access_count.unwrap_or(count);
+                let cooled = a.cooled_access_count.map(|_| now);
+                let b = cleanup_decision(0.3, count2, t0, last, cooled, now, rule(), 0.1, 90);
+                assert_eq!(a.importance, b.importance, "{count} {last:?}");
+                assert_eq!(a.delete, b.delete);
+                assert_eq!(b.cooled_access_count, None);
+            }
+        }
     }
 
     #[test]

@@ -741,4 +741,9 @@ async fn weekly_cleanup_over_100k_memories() {
         .await
         .unwrap();
     println!("second run (nothing to do): {again} ({:.1?})", t.elapsed());
+    assert_eq!(
+        again.counts.values().sum::<u64>(),
+        0,
+        "not idempotent: {again}"
+    );
 }
