@@ -130,6 +130,9 @@ pub enum Command {
         #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
         tenant: String,
     },
+    /// Lifecycle jobs (the server runs them on its own schedule).
+    #[command(subcommand)]
+    Jobs(JobsCommand),
     /// Run the HTTP API (JSON under /v1) on the embedded defaults.
     ///
     /// Configuration, lowest to highest precedence: built-in defaults, the
@@ -194,6 +197,21 @@ pub enum KeysCommand {
         id: String,
         #[arg(long, env = "MNEMO_CONFIG")]
         config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum JobsCommand {
+    /// Run one job now: ttl-sweep or weekly-cleanup.
+    Run {
+        /// ttl-sweep | weekly-cleanup
+        name: crate::jobs::JobName,
+        /// Print what would change, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the stats as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -282,6 +300,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::VerifyErasure { user, tenant } => {
             verify_erasure(&cli.global, &tenant, &user).await
         }
+        Command::Jobs(JobsCommand::Run {
+            name,
+            dry_run,
+            json,
+        }) => run_job(&cli.global, name, dry_run, json).await,
     }
 }
 
@@ -775,5 +798,29 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         a.out.display()
     );
+    Ok(())
+}
+
+async fn run_job(
+    g: &GlobalArgs,
+    name: crate::jobs::JobName,
+    dry_run: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let engine = open_engine(g).await?;
+    let stats = crate::jobs::run(&engine, name, dry_run).await;
+    engine.shutdown().await?;
+    let stats = stats?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+        return Ok(());
+    }
+    for c in &stats.changes {
+        println!("would {:<10} {}  {}", c.action, c.id, c.detail);
+    }
+    if stats.dry_run && stats.changes.len() as u64 >= crate::jobs::MAX_LISTED_CHANGES as u64 {
+        println!("(first {} changes listed)", crate::jobs::MAX_LISTED_CHANGES);
+    }
+    println!("{stats}");
     Ok(())
 }

@@ -60,11 +60,14 @@ pub mod embed;
 pub mod erasure;
 pub mod error;
 pub mod eval;
+pub mod jobs;
 pub mod keys;
 pub mod lexical;
+pub mod lifecycle;
 pub mod open;
 pub mod policy;
 pub mod service;
+pub mod service_lifecycle;
 pub mod store;
 pub mod vector;
 

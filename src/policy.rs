@@ -24,6 +24,7 @@ pub struct Policy {
     pub context: ContextPolicy,
     pub lifecycle: LifecyclePolicy,
     pub cleanup: CleanupPolicy,
+    pub jobs: JobsPolicy,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -274,6 +275,13 @@ pub struct LifecyclePolicy {
     pub archived_grace_days: u32,
     pub deleted_retention_days: u32,
     pub sweep_interval_secs: u64,
+    pub reinforce_duplicates: bool,
+    pub reinforce_min_similarity: f32,
+    pub reinforce_min_overlap: f32,
+    pub reinforce_importance_step: f32,
+    pub detect_corrections: bool,
+    pub correction_min_similarity: f32,
+    pub correction_min_overlap: f32,
 }
 
 impl Default for LifecyclePolicy {
@@ -286,6 +294,13 @@ impl Default for LifecyclePolicy {
             archived_grace_days: 30,
             deleted_retention_days: 30,
             sweep_interval_secs: 3600,
+            reinforce_duplicates: true,
+            reinforce_min_similarity: 0.85,
+            reinforce_min_overlap: 0.6,
+            reinforce_importance_step: 0.05,
+            detect_corrections: true,
+            correction_min_similarity: 0.5,
+            correction_min_overlap: 0.25,
         }
     }
 }
@@ -297,6 +312,9 @@ pub struct CleanupPolicy {
     pub min_importance: f32,
     pub unaccessed_days: u32,
     pub heat_half_life_days: f64,
+    pub heat_weight: f64,
+    pub age_weight: f64,
+    pub age_half_life_days: f64,
 }
 
 impl Default for CleanupPolicy {
@@ -306,6 +324,52 @@ impl Default for CleanupPolicy {
             min_importance: 0.1,
             unaccessed_days: 90,
             heat_half_life_days: 30.0,
+            heat_weight: 0.3,
+            age_weight: 0.35,
+            age_half_life_days: 180.0,
+        }
+    }
+}
+
+impl CleanupPolicy {
+    pub fn importance_rule(&self) -> crate::lifecycle::ImportanceRule {
+        crate::lifecycle::ImportanceRule {
+            heat_half_life_days: self.heat_half_life_days,
+            heat_weight: self.heat_weight,
+            age_weight: self.age_weight,
+            age_half_life_days: self.age_half_life_days,
+        }
+    }
+}
+
+impl LifecyclePolicy {
+    pub fn match_rule(&self) -> crate::lifecycle::MatchRule {
+        crate::lifecycle::MatchRule {
+            min_similarity: self.reinforce_min_similarity,
+            min_overlap: self.reinforce_min_overlap,
+        }
+    }
+
+    pub fn correction_rule(&self) -> crate::lifecycle::CorrectionRule {
+        crate::lifecycle::CorrectionRule {
+            min_similarity: self.correction_min_similarity,
+            min_overlap: self.correction_min_overlap,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobsPolicy {
+    pub batch_size: usize,
+    pub lease_secs: u64,
+}
+
+impl Default for JobsPolicy {
+    fn default() -> Self {
+        JobsPolicy {
+            batch_size: 1000,
+            lease_secs: 600,
         }
     }
 }
@@ -454,10 +518,36 @@ impl Policy {
             "lifecycle.sweep_interval_secs",
             lc.sweep_interval_secs as f64,
         )?;
+        unit(
+            "lifecycle.reinforce_min_similarity",
+            lc.reinforce_min_similarity as f64,
+        )?;
+        unit(
+            "lifecycle.reinforce_min_overlap",
+            lc.reinforce_min_overlap as f64,
+        )?;
+        unit(
+            "lifecycle.reinforce_importance_step",
+            lc.reinforce_importance_step as f64,
+        )?;
+        unit(
+            "lifecycle.correction_min_similarity",
+            lc.correction_min_similarity as f64,
+        )?;
+        unit(
+            "lifecycle.correction_min_overlap",
+            lc.correction_min_overlap as f64,
+        )?;
+        positive("lifecycle.pending_ttl_days", lc.pending_ttl_days as f64)?;
         let cl = &self.cleanup;
         positive("cleanup.interval_days", cl.interval_days as f64)?;
         unit("cleanup.min_importance", cl.min_importance as f64)?;
         positive("cleanup.heat_half_life_days", cl.heat_half_life_days)?;
+        unit("cleanup.heat_weight", cl.heat_weight)?;
+        unit("cleanup.age_weight", cl.age_weight)?;
+        positive("cleanup.age_half_life_days", cl.age_half_life_days)?;
+        positive("jobs.batch_size", self.jobs.batch_size as f64)?;
+        positive("jobs.lease_secs", self.jobs.lease_secs as f64)?;
         Ok(())
     }
 

@@ -327,7 +327,12 @@ impl Engine {
     // ----- writes -------------------------------------------------------
 
     /// Validates a new memory into its stored form (without embedding).
-    fn prepare(&self, actor: &Actor, new: NewMemory, now: DateTime<Utc>) -> Result<Memory> {
+    pub(crate) fn prepare(
+        &self,
+        actor: &Actor,
+        new: NewMemory,
+        now: DateTime<Utc>,
+    ) -> Result<Memory> {
         let policy = &self.0.policy;
         let tier = new.tier.unwrap_or(Tier::LongTerm);
         validate_text(&new.text, policy.limits())?;
@@ -411,49 +416,29 @@ impl Engine {
     /// Adds memories: all are validated before anything is written, then they
     /// are stored in one transaction and indexed. `refresh` makes them
     /// searchable before this returns.
+    ///
+    /// Long-term memories go through the lifecycle rules first (see
+    /// [`Engine::remember`], which says what happened to each item): one that
+    /// states the same fact as a stored memory of the same user *reinforces*
+    /// it, and the stored memory is returned in its place (same id, no copy);
+    /// an explicit correction supersedes the memory it corrects. One memory
+    /// is returned per item, in order.
     pub async fn add(
         &self,
         actor: &Actor,
         items: Vec<NewMemory>,
         refresh: bool,
     ) -> Result<Vec<Memory>> {
-        if items.is_empty() {
-            return Err(Error::invalid(
-                "memories",
-                "at least one memory is required",
-            ));
-        }
-        if items.len() > self.0.policy.limits.max_batch {
-            return Err(Error::TooLarge {
-                field: "memories",
-                message: format!(
-                    "{} memories in one request; the limit is {} (policy limits.max_batch)",
-                    items.len(),
-                    self.0.policy.limits.max_batch
-                ),
-            });
-        }
-        let now = self.0.clock.now();
-        let memories = items
+        Ok(self
+            .remember(actor, items, refresh)
+            .await?
             .into_iter()
-            .map(|n| self.prepare(actor, n, now))
-            .collect::<Result<Vec<_>>>()?;
-        let vectors = self.embed_passages(&memories).await?;
-        let events: Vec<AuditEvent> = memories
-            .iter()
-            .map(|m| {
-                let mut e = AuditEvent::for_memory(m, AuditAction::Create, &actor.id, now);
-                e.after_text = Some(m.text.clone());
-                e
-            })
-            .collect();
-        self.0.store.insert(&memories, &events).await?;
-        self.index(&memories, vectors, refresh).await;
-        Ok(memories)
+            .map(|r| r.memory)
+            .collect())
     }
 
     /// Embeds memories' texts, using and filling the embedding cache.
-    async fn embed_passages(&self, memories: &[Memory]) -> Result<Vec<Vec<f32>>> {
+    pub(crate) async fn embed_passages(&self, memories: &[Memory]) -> Result<Vec<Vec<f32>>> {
         let hashes: Vec<String> = memories.iter().map(|m| text_hash(&m.text)).collect();
         let model = self.0.embedder.model_id().to_string();
         let mut cached = self.0.store.cached_embeddings(&model, &hashes).await?;
@@ -510,7 +495,7 @@ impl Engine {
     /// Brings both indexes in line with these memories: indexed statuses are
     /// upserted, others removed. Failures are logged, not returned: the store
     /// already holds the truth and `reconcile` repairs the indexes.
-    async fn index(&self, memories: &[Memory], vectors: Vec<Vec<f32>>, refresh: bool) {
+    pub(crate) async fn index(&self, memories: &[Memory], vectors: Vec<Vec<f32>>, refresh: bool) {
         if let Err(e) = self.try_index(memories, vectors, refresh).await {
             tracing::error!(error = %e, count = memories.len(), "index update failed; reconcile will repair it");
         }
@@ -556,7 +541,7 @@ impl Engine {
     }
 
     /// Removes memories from both indexes (status left the indexed set).
-    async fn unindex(&self, ids: Vec<Uuid>, refresh: bool) {
+    pub(crate) async fn unindex(&self, ids: Vec<Uuid>, refresh: bool) {
         let lexical = self.0.lexical.clone();
         let vectors = self.0.vectors.clone();
         let r = blocking(move || {

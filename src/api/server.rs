@@ -283,6 +283,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         "engine open"
     );
     let optimizer = engine.spawn_optimizer();
+    let jobs = crate::jobs::spawn_jobs(engine.clone());
     let auth = if config.insecure_dev {
         AuthMode::InsecureDev
     } else {
@@ -349,6 +350,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     }
     let force = force_on_second_signal();
     optimizer.abort();
+    jobs.abort();
     engine.shutdown().await?;
     force.abort();
     tracing::info!("stopped: indexes committed, store checkpointed");

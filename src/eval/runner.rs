@@ -69,9 +69,14 @@ pub async fn run_set(
     })?;
     let default_at = set.default_asked_at();
     let clock = ManualClock::new(default_at);
+    // An evaluation corpus is taken as given: every document stays its own
+    // memory under its own id, or the qrels would point at merged-away ids.
+    let mut policy = config.policy.clone();
+    policy.lifecycle.reinforce_duplicates = false;
+    policy.lifecycle.detect_corrections = false;
     let (engine, _) = crate::open::open_with(
         tmp.path(),
-        config.policy.clone(),
+        policy,
         config.embedder.clone(),
         Arc::new(clock.clone()),
         false,

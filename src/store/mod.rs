@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use crate::domain::{Kind, Memory, Status, Tier};
 use crate::error::Result;
+use crate::lifecycle::SweepStep;
 
 /// What happened to a memory, for its history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -225,6 +226,56 @@ pub trait MemoryStore: Send + Sync {
     /// Flushes anything buffered (WAL checkpoint) before shutdown.
     async fn close(&self) -> Result<()>;
 
+    // ----- lifecycle ----------------------------------------------------
+
+    /// Inserts and optimistic updates (as `update`) with their audit events,
+    /// all in one transaction: a reinforcement or a correction never leaves
+    /// half its changes behind.
+    async fn write(
+        &self,
+        inserts: &[Memory],
+        changes: &[(Memory, i64)],
+        events: &[AuditEvent],
+    ) -> Result<()>;
+    /// Memories due for a TTL-sweep step at `cutoff` (see [`SweepStep`]),
+    /// in id order after `after`. Selection is by state and time only.
+    async fn due_for_sweep(
+        &self,
+        step: SweepStep,
+        cutoff: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: usize,
+    ) -> Result<Vec<Memory>>;
+    /// Physically deletes the memories among `ids` that are soft-deleted
+    /// (others are left alone), scrubs the text from their audit events
+    /// (action, actor and time stay) and drops cached embeddings of their
+    /// texts that no other memory uses. Returns how many were purged.
+    async fn purge(&self, ids: &[Uuid]) -> Result<u64>;
+    /// Active long-term memories in id order after `after`, with the weekly
+    /// cleanup's bookkeeping.
+    async fn scan_for_cleanup(&self, after: Option<Uuid>, limit: usize) -> Result<Vec<CleanupRow>>;
+    /// Writes recomputed importance and cooled access counts. Like
+    /// `record_access`: no version change, no audit event.
+    async fn write_heat(&self, updates: &[HeatUpdate]) -> Result<()>;
+    /// Takes the job's lease until `until` if it is free, expired, or already
+    /// held by `holder` (renewal). `false` = someone else is running it.
+    async fn acquire_lease(
+        &self,
+        job: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Releases the lease if `holder` holds it; `completed` records a
+    /// finished run (time and stats).
+    async fn release_lease(
+        &self,
+        job: &str,
+        holder: &str,
+        completed: Option<(DateTime<Utc>, serde_json::Value)>,
+    ) -> Result<()>;
+    async fn job_state(&self, job: &str) -> Result<Option<JobState>>;
+
     // ----- "forget all my data" -----------------------------------------
 
     /// Records the intent to erase a user (idempotent). From here on the
@@ -255,6 +306,35 @@ pub trait MemoryStore: Send + Sync {
     async fn user_footprint(&self, tenant_id: &str, user_id: &str) -> Result<UserFootprint>;
     /// When the user's last erasure completed, if any.
     async fn last_erasure(&self, tenant_id: &str, user_id: &str) -> Result<Option<DateTime<Utc>>>;
+}
+
+/// A memory as the weekly cleanup sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CleanupRow {
+    pub memory: Memory,
+    /// The importance the cleanup recomputes from (writer's or reinforced).
+    pub base_importance: f32,
+    pub cooled_at: Option<DateTime<Utc>>,
+}
+
+/// What the weekly cleanup writes back for one memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeatUpdate {
+    pub id: Uuid,
+    pub importance: f32,
+    pub base_importance: f32,
+    /// `Some` cools the access count to this value (and sets `cooled_at`).
+    pub access_count: Option<u64>,
+    pub cooled_at: DateTime<Utc>,
+}
+
+/// A job's lease and last completed run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobState {
+    pub holder: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub last_completed_at: Option<DateTime<Utc>>,
+    pub last_stats: Option<serde_json::Value>,
 }
 
 /// Rows an erasure deleted from the store.

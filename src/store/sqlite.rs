@@ -14,11 +14,12 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 use uuid::Uuid;
 
 use super::{
-    text_hash, user_hash, ApiKey, AuditAction, AuditEvent, ErasedRows, ListQuery, MemoryStore,
-    Role, StoreStats, UserFootprint,
+    text_hash, user_hash, ApiKey, AuditAction, AuditEvent, CleanupRow, ErasedRows, HeatUpdate,
+    JobState, ListQuery, MemoryStore, Role, StoreStats, UserFootprint,
 };
 use crate::domain::{Memory, Source, Status, Tier};
 use crate::error::{Error, Result};
+use crate::lifecycle::SweepStep;
 
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
@@ -175,16 +176,12 @@ async fn insert_events(
     Ok(())
 }
 
-fn json_text<T: serde::Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(Error::internal)
-}
-
-#[async_trait]
-impl MemoryStore for SqliteStore {
-    async fn insert(&self, memories: &[Memory], events: &[AuditEvent]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        for m in memories {
-            sqlx::query(&format!(
+async fn insert_memories(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    memories: &[Memory],
+) -> Result<()> {
+    for m in memories {
+        sqlx::query(&format!(
                 "INSERT INTO memories ({COLUMNS}, text_sha256) VALUES \
                  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
             ))
@@ -210,7 +207,7 @@ impl MemoryStore for SqliteStore {
             .bind(m.supersedes.map(|u| u.to_string()))
             .bind(m.superseded_by.map(|u| u.to_string()))
             .bind(text_hash(&m.text))
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .map_err(|e| match &e {
                 sqlx::Error::Database(db) if db.is_unique_violation() => {
@@ -218,7 +215,66 @@ impl MemoryStore for SqliteStore {
                 }
                 _ => Error::Store(e),
             })?;
+    }
+    Ok(())
+}
+
+/// Optimistic updates: each row must still have the expected version. A
+/// changed importance moves the cleanup's base importance by the same delta.
+async fn update_memories(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    changes: &[(Memory, i64)],
+) -> Result<()> {
+    for (m, expected) in changes {
+        let done = sqlx::query(
+                "UPDATE memories SET thread_id = $1, kind = $2, text = $3, text_sha256 = $4, importance = $5, \
+                 confidence = $6, status = $7, updated_at = $8, last_accessed_at = $9, access_count = $10, \
+                 expires_at = $11, source = $12, metadata = $13, embedding_model = $14, version = $15, \
+                 supersedes = $16, superseded_by = $17, \
+                 base_importance = CASE WHEN importance = $5 THEN base_importance \
+                     ELSE MIN(MAX(COALESCE(base_importance, importance) + ($5 - importance), 0.0), 2.0) END \
+                 WHERE id = $18 AND version = $19",
+            )
+            .bind(&m.thread_id)
+            .bind(m.kind.as_str())
+            .bind(&m.text)
+            .bind(text_hash(&m.text))
+            .bind(m.importance as f64)
+            .bind(m.confidence as f64)
+            .bind(m.status.as_str())
+            .bind(ms(m.updated_at))
+            .bind(m.last_accessed_at.map(ms))
+            .bind(m.access_count as i64)
+            .bind(m.expires_at.map(ms))
+            .bind(json_text(&m.source)?)
+            .bind(json_text(&m.metadata)?)
+            .bind(&m.embedding_model)
+            .bind(expected + 1)
+            .bind(m.supersedes.map(|u| u.to_string()))
+            .bind(m.superseded_by.map(|u| u.to_string()))
+            .bind(m.id.to_string())
+            .bind(expected)
+            .execute(&mut **tx)
+            .await?;
+        if done.rows_affected() != 1 {
+            return Err(Error::Conflict(format!(
+                "memory {} changed concurrently (expected version {expected}); read it again",
+                m.id
+            )));
         }
+    }
+    Ok(())
+}
+
+fn json_text<T: serde::Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(Error::internal)
+}
+
+#[async_trait]
+impl MemoryStore for SqliteStore {
+    async fn insert(&self, memories: &[Memory], events: &[AuditEvent]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        insert_memories(&mut tx, memories).await?;
         insert_events(&mut tx, events).await?;
         tx.commit().await?;
         Ok(())
@@ -252,42 +308,7 @@ impl MemoryStore for SqliteStore {
 
     async fn update(&self, changes: &[(Memory, i64)], events: &[AuditEvent]) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        for (m, expected) in changes {
-            let done = sqlx::query(
-                "UPDATE memories SET thread_id = $1, kind = $2, text = $3, text_sha256 = $4, importance = $5, \
-                 confidence = $6, status = $7, updated_at = $8, last_accessed_at = $9, access_count = $10, \
-                 expires_at = $11, source = $12, metadata = $13, embedding_model = $14, version = $15, \
-                 supersedes = $16, superseded_by = $17 \
-                 WHERE id = $18 AND version = $19",
-            )
-            .bind(&m.thread_id)
-            .bind(m.kind.as_str())
-            .bind(&m.text)
-            .bind(text_hash(&m.text))
-            .bind(m.importance as f64)
-            .bind(m.confidence as f64)
-            .bind(m.status.as_str())
-            .bind(ms(m.updated_at))
-            .bind(m.last_accessed_at.map(ms))
-            .bind(m.access_count as i64)
-            .bind(m.expires_at.map(ms))
-            .bind(json_text(&m.source)?)
-            .bind(json_text(&m.metadata)?)
-            .bind(&m.embedding_model)
-            .bind(expected + 1)
-            .bind(m.supersedes.map(|u| u.to_string()))
-            .bind(m.superseded_by.map(|u| u.to_string()))
-            .bind(m.id.to_string())
-            .bind(expected)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() != 1 {
-                return Err(Error::Conflict(format!(
-                    "memory {} changed concurrently (expected version {expected}); read it again",
-                    m.id
-                )));
-            }
-        }
+        update_memories(&mut tx, changes).await?;
         insert_events(&mut tx, events).await?;
         tx.commit().await?;
         Ok(())
@@ -538,6 +559,201 @@ impl MemoryStore for SqliteStore {
             .await?;
         self.pool.close().await;
         Ok(())
+    }
+
+    // ----- lifecycle ----------------------------------------------------
+
+    async fn write(
+        &self,
+        inserts: &[Memory],
+        changes: &[(Memory, i64)],
+        events: &[AuditEvent],
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        insert_memories(&mut tx, inserts).await?;
+        update_memories(&mut tx, changes).await?;
+        insert_events(&mut tx, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn due_for_sweep(
+        &self,
+        step: SweepStep,
+        cutoff: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        let condition = match step {
+            SweepStep::Expire => "status IN ('active', 'pending') AND expires_at <= $1",
+            SweepStep::ExpirePending => "status = 'pending' AND created_at <= $1",
+            SweepStep::Archive => "status = 'expired' AND updated_at <= $1",
+            SweepStep::Delete => "status = 'archived' AND updated_at <= $1",
+            SweepStep::Purge => "status = 'deleted' AND updated_at <= $1",
+        };
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM memories WHERE {condition} AND id > $2 ORDER BY id LIMIT $3"
+        ))
+        .bind(ms(cutoff))
+        .bind(after.map(|u| u.to_string()).unwrap_or_default())
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row_to_memory)
+        .collect()
+    }
+
+    async fn purge(&self, ids: &[Uuid]) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool.begin().await?;
+        let mut purged = 0;
+        for chunk in ids.chunks(500) {
+            let list = |qb: &mut QueryBuilder<Sqlite>| {
+                let mut sep = qb.separated(", ");
+                for id in chunk {
+                    sep.push_bind(id.to_string());
+                }
+            };
+            let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+                "DELETE FROM embedding_cache WHERE text_sha256 IN ( \
+                 SELECT m.text_sha256 FROM memories m WHERE m.status = 'deleted' AND m.id IN (",
+            );
+            list(&mut qb);
+            qb.push(
+                ") AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.text_sha256 = m.text_sha256 \
+                 AND NOT (o.status = 'deleted' AND o.id IN (",
+            );
+            list(&mut qb);
+            qb.push("))))");
+            qb.build().execute(&mut *tx).await?;
+            let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+                "UPDATE audit_events SET before_text = NULL, after_text = NULL WHERE memory_id IN \
+                 (SELECT id FROM memories WHERE status = 'deleted' AND id IN (",
+            );
+            list(&mut qb);
+            qb.push("))");
+            qb.build().execute(&mut *tx).await?;
+            let mut qb: QueryBuilder<Sqlite> =
+                QueryBuilder::new("DELETE FROM memories WHERE status = 'deleted' AND id IN (");
+            list(&mut qb);
+            qb.push(")");
+            purged += qb.build().execute(&mut *tx).await?.rows_affected();
+        }
+        tx.commit().await?;
+        Ok(purged)
+    }
+
+    async fn scan_for_cleanup(&self, after: Option<Uuid>, limit: usize) -> Result<Vec<CleanupRow>> {
+        sqlx::query(&format!(
+            "SELECT {COLUMNS}, base_importance, cooled_at FROM memories \
+             WHERE status = 'active' AND tier = 'long_term' AND id > $1 ORDER BY id LIMIT $2"
+        ))
+        .bind(after.map(|u| u.to_string()).unwrap_or_default())
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| {
+            let memory = row_to_memory(row)?;
+            let base: Option<f64> = row.try_get("base_importance")?;
+            Ok(CleanupRow {
+                base_importance: base.map_or(memory.importance, |b| b as f32),
+                cooled_at: row.try_get::<Option<i64>, _>("cooled_at")?.map(from_ms),
+                memory,
+            })
+        })
+        .collect()
+    }
+
+    async fn write_heat(&self, updates: &[HeatUpdate]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for u in updates {
+            sqlx::query(
+                "UPDATE memories SET importance = $1, base_importance = $2, \
+                 access_count = COALESCE($3, access_count), \
+                 cooled_at = CASE WHEN $3 IS NULL THEN cooled_at ELSE $4 END WHERE id = $5",
+            )
+            .bind(u.importance as f64)
+            .bind(u.base_importance as f64)
+            .bind(u.access_count.map(|c| c as i64))
+            .bind(ms(u.cooled_at))
+            .bind(u.id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn acquire_lease(
+        &self,
+        job: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO job_leases (name, holder, lease_expires_at, acquired_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, \
+                 lease_expires_at = excluded.lease_expires_at, \
+                 acquired_at = CASE WHEN job_leases.holder IS excluded.holder \
+                     THEN job_leases.acquired_at ELSE excluded.acquired_at END \
+             WHERE job_leases.holder IS NULL OR job_leases.holder = excluded.holder \
+                 OR job_leases.lease_expires_at <= excluded.acquired_at",
+        )
+        .bind(job)
+        .bind(holder)
+        .bind(ms(until))
+        .bind(ms(now))
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn release_lease(
+        &self,
+        job: &str,
+        holder: &str,
+        completed: Option<(DateTime<Utc>, serde_json::Value)>,
+    ) -> Result<()> {
+        let (at, stats) = completed.unzip();
+        sqlx::query(
+            "UPDATE job_leases SET holder = NULL, lease_expires_at = NULL, \
+             last_completed_at = COALESCE($1, last_completed_at), \
+             last_stats = COALESCE($2, last_stats) WHERE name = $3 AND holder = $4",
+        )
+        .bind(at.map(ms))
+        .bind(stats.map(|s| s.to_string()))
+        .bind(job)
+        .bind(holder)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn job_state(&self, job: &str) -> Result<Option<JobState>> {
+        let row = sqlx::query(
+            "SELECT holder, lease_expires_at, last_completed_at, last_stats FROM job_leases WHERE name = $1",
+        )
+        .bind(job)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            let stats: Option<String> = r.try_get(3)?;
+            Ok(JobState {
+                holder: r.try_get(0)?,
+                lease_expires_at: r.try_get::<Option<i64>, _>(1)?.map(from_ms),
+                last_completed_at: r.try_get::<Option<i64>, _>(2)?.map(from_ms),
+                last_stats: stats
+                    .map(|s| serde_json::from_str(&s))
+                    .transpose()
+                    .map_err(Error::internal)?,
+            })
+        })
+        .transpose()
     }
 
     async fn begin_erasure(

@@ -12,5 +12,6 @@ mod engine;
 mod eval;
 mod forget;
 mod isolation;
+mod lifecycle;
 mod ranking;
 mod real_embedder;

@@ -12,7 +12,11 @@ use crate::common::*;
 async fn at_equal_relevance_the_newer_memory_ranks_first() {
     let dir = tempfile::tempdir().unwrap();
     let clock = manual();
-    let engine = engine_in(dir.path(), Arc::new(clock.clone())).await;
+    // The same text twice would reinforce one memory (lifecycle); this test
+    // is about decay between two equal memories, so it turns that off.
+    let mut policy = mnemo::policy::Policy::default();
+    policy.lifecycle.reinforce_duplicates = false;
+    let engine = engine_with(dir.path(), Arc::new(clock.clone()), policy).await;
     let actor = Actor::local("test");
     let old = engine
         .add(
