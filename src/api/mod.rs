@@ -131,6 +131,10 @@ impl AppState {
         routes::memories::patch,
         routes::memories::delete,
         routes::memories::history,
+        routes::review::confirm,
+        routes::review::reject,
+        routes::review::restore,
+        routes::review::supersede,
         routes::search::search,
         routes::context::context,
         routes::reference::ingest_document,
@@ -208,6 +212,13 @@ pub fn app(state: AppState) -> Router {
                 .delete(routes::memories::delete),
         )
         .route("/v1/memories/{id}/history", get(routes::memories::history))
+        .route("/v1/memories/{id}/confirm", post(routes::review::confirm))
+        .route("/v1/memories/{id}/reject", post(routes::review::reject))
+        .route("/v1/memories/{id}/restore", post(routes::review::restore))
+        .route(
+            "/v1/memories/{id}/supersede",
+            post(routes::review::supersede),
+        )
         .route("/v1/search", post(routes::search::search))
         .route("/v1/context", post(routes::context::context))
         .route("/v1/evals", post(routes::evals::start))

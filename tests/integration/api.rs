@@ -1152,6 +1152,10 @@ async fn openapi_documents_every_route() {
         ("patch", "/v1/memories/{id}"),
         ("delete", "/v1/memories/{id}"),
         ("get", "/v1/memories/{id}/history"),
+        ("post", "/v1/memories/{id}/confirm"),
+        ("post", "/v1/memories/{id}/reject"),
+        ("post", "/v1/memories/{id}/restore"),
+        ("post", "/v1/memories/{id}/supersede"),
         ("post", "/v1/search"),
         ("post", "/v1/context"),
         ("post", "/v1/reference/documents"),
@@ -1509,4 +1513,127 @@ async fn evals_run_in_the_background_for_admins_only() {
     )
     .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn review_confirm_reject_restore_supersede() {
+    let api = api().await;
+    let body = json!({"user_id": "ann", "text": "Ann might adopt a cat", "confidence": 0.3, "refresh": true});
+    let pending = add(&api, &api.agent, body).await;
+    let search = json!({"user_id": "ann", "query": "adopt a cat"});
+    let hits = |r: &Reply| r.body["hits"].as_array().map_or(0, Vec::len);
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.agent),
+        Some(search.clone()),
+    )
+    .await;
+    assert_eq!(hits(&r), 0, "pending is not searchable");
+    let r = call(
+        &api.app,
+        Method::POST,
+        &format!("/v1/memories/{pending}/confirm"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (StatusCode::OK, Some("active"))
+    );
+    let r = call(
+        &api.app,
+        Method::POST,
+        &format!("/v1/memories/{pending}/confirm"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(
+        r.status,
+        StatusCode::CONFLICT,
+        "only a pending candidate can be confirmed"
+    );
+    let r = call(
+        &api.app,
+        Method::POST,
+        "/v1/search",
+        Some(&api.agent),
+        Some(search),
+    )
+    .await;
+    assert_eq!(hits(&r), 1);
+
+    let other = add(
+        &api,
+        &api.agent,
+        json!({"user_id": "ann", "text": "Ann may learn Dutch", "confidence": 0.3}),
+    )
+    .await;
+    let r = call(
+        &api.app,
+        Method::POST,
+        &format!("/v1/memories/{other}/reject"),
+        Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (StatusCode::OK, Some("deleted"))
+    );
+    let r = call(
+        &api.app,
+        Method::POST,
+        &format!("/v1/memories/{other}/restore"),
+        Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (StatusCode::OK, Some("active"))
+    );
+    // Another tenant's key sees none of it.
+    let r = call(
+        &api.app,
+        Method::POST,
+        &format!("/v1/memories/{other}/restore"),
+        Some(&api.globex),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    let r = call(
+        &api.app,
+        Method::POST,
+        &format!("/v1/memories/{pending}/supersede"),
+        Some(&api.agent),
+        Some(json!({"text": "Ann adopted a dog instead"})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let new_id = r.body["memory"]["id"].as_str().unwrap().to_string();
+    let r = call(
+        &api.app,
+        Method::GET,
+        &format!("/v1/memories/{pending}"),
+        Some(&api.agent),
+        None,
+    )
+    .await;
+    assert_eq!(r.body["status"], "superseded");
+    assert_eq!(r.body["superseded_by"], new_id.as_str());
+    let r = call(
+        &api.app,
+        Method::POST,
+        &format!("/v1/memories/{pending}/supersede"),
+        Some(&api.agent),
+        Some(json!({"text": ""})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }

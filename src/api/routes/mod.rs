@@ -8,5 +8,6 @@ pub mod evals;
 pub mod memories;
 pub mod ops;
 pub mod reference;
+pub mod review;
 pub mod search;
 pub mod users;
