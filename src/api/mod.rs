@@ -140,6 +140,7 @@ impl AppState {
         routes::reference::ingest_document,
         routes::reference::delete_document,
         routes::users::forget_user,
+        routes::users::verify_erasure,
         routes::evals::start,
         routes::evals::get,
         routes::ops::healthz,
@@ -232,6 +233,10 @@ pub fn app(state: AppState) -> Router {
             delete(routes::reference::delete_document),
         )
         .route("/v1/users/{user_id}", delete(routes::users::forget_user))
+        .route(
+            "/v1/users/{user_id}/erasure",
+            get(routes::users::verify_erasure),
+        )
         .route("/healthz", get(routes::ops::healthz))
         .route("/readyz", get(routes::ops::readyz))
         .route("/metrics", get(routes::ops::metrics))

@@ -999,6 +999,31 @@ async fn context_reference_documents_and_forget() {
     .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["user_id"], "ann");
+    assert_eq!(r.body["erased"]["memories"], 1);
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/users/ann/erasure",
+        Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["erased"], true);
+    assert_eq!(
+        (r.body["memories"].as_u64(), r.body["vectors"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(r.body["last_erasure_at"].is_string());
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/users/bob/erasure",
+        Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_error(&r, StatusCode::FORBIDDEN, "forbidden");
     let r = call(
         &api.app,
         Method::GET,
@@ -1161,6 +1186,7 @@ async fn openapi_documents_every_route() {
         ("post", "/v1/reference/documents"),
         ("delete", "/v1/reference/documents/{id}"),
         ("delete", "/v1/users/{user_id}"),
+        ("get", "/v1/users/{user_id}/erasure"),
         ("post", "/v1/evals"),
         ("get", "/v1/evals/{id}"),
         ("get", "/healthz"),
