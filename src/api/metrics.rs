@@ -91,6 +91,19 @@ pub struct Gauges {
     pub memories: Vec<(String, String, u64)>,
     pub embedding_queue_depth: usize,
     pub active_api_keys: Option<u64>,
+    /// Lifecycle jobs as recorded in the store (shared by every node).
+    pub jobs: Vec<JobGauge>,
+}
+
+/// A lifecycle job's last completed run.
+#[derive(Clone, Debug, Default)]
+pub struct JobGauge {
+    pub job: String,
+    pub running: bool,
+    pub last_completed_unix: Option<f64>,
+    pub last_elapsed_secs: Option<f64>,
+    /// (action, memories) of the last run.
+    pub last_counts: Vec<(String, u64)>,
 }
 
 impl Metrics {
@@ -165,6 +178,60 @@ impl Metrics {
             );
             let _ = writeln!(out, "mnemo_api_keys_active {n}");
         }
+        if !gauges.jobs.is_empty() {
+            out.push_str(
+                "# HELP mnemo_job_running Whether a lifecycle job holds its lease now.\n\
+                 # TYPE mnemo_job_running gauge\n",
+            );
+            for j in &gauges.jobs {
+                let _ = writeln!(
+                    out,
+                    "mnemo_job_running{{job=\"{}\"}} {}",
+                    label(&j.job),
+                    u8::from(j.running)
+                );
+            }
+            out.push_str(
+                "# HELP mnemo_job_last_completed_timestamp_seconds When a job's last run completed.\n\
+                 # TYPE mnemo_job_last_completed_timestamp_seconds gauge\n",
+            );
+            for j in &gauges.jobs {
+                if let Some(t) = j.last_completed_unix {
+                    let _ = writeln!(
+                        out,
+                        "mnemo_job_last_completed_timestamp_seconds{{job=\"{}\"}} {t:.3}",
+                        label(&j.job)
+                    );
+                }
+            }
+            out.push_str(
+                "# HELP mnemo_job_last_run_duration_seconds How long a job's last run took.\n\
+                 # TYPE mnemo_job_last_run_duration_seconds gauge\n",
+            );
+            for j in &gauges.jobs {
+                if let Some(t) = j.last_elapsed_secs {
+                    let _ = writeln!(
+                        out,
+                        "mnemo_job_last_run_duration_seconds{{job=\"{}\"}} {t:.3}",
+                        label(&j.job)
+                    );
+                }
+            }
+            out.push_str(
+                "# HELP mnemo_job_last_run_memories Memories a job's last run changed, by action.\n\
+                 # TYPE mnemo_job_last_run_memories gauge\n",
+            );
+            for j in &gauges.jobs {
+                for (action, n) in &j.last_counts {
+                    let _ = writeln!(
+                        out,
+                        "mnemo_job_last_run_memories{{job=\"{}\",action=\"{}\"}} {n}",
+                        label(&j.job),
+                        label(action)
+                    );
+                }
+            }
+        }
         out.push_str(
             "# HELP mnemo_uptime_seconds Seconds since the server started.\n\
              # TYPE mnemo_uptime_seconds gauge\n",
@@ -192,7 +259,16 @@ mod tests {
             memories: vec![("long_term".into(), "active".into(), 7)],
             embedding_queue_depth: 1,
             active_api_keys: None,
+            jobs: vec![JobGauge {
+                job: "ttl-sweep".into(),
+                running: false,
+                last_completed_unix: Some(1.0),
+                last_elapsed_secs: Some(0.25),
+                last_counts: vec![("expire".into(), 3)],
+            }],
         });
+        assert!(text.contains("mnemo_job_last_run_memories{job=\"ttl-sweep\",action=\"expire\"} 3"));
+        assert!(text.contains("mnemo_job_running{job=\"ttl-sweep\"} 0"));
         assert!(text.contains(
             "mnemo_http_requests_total{method=\"GET\",route=\"/v1/memories/{id}\",status=\"200\"} 2"
         ));

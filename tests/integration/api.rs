@@ -854,6 +854,19 @@ async fn auth_matrix() {
     assert!(text.contains("mnemo_search_duration_seconds_count"));
     assert!(text.contains("mnemo_memories{tier=\"long_term\",status=\"active\"}"));
     assert!(text.contains("mnemo_embedding_queue_depth 0"));
+    assert!(text.contains("mnemo_job_running{job=\"ttl-sweep\"} 0"));
+    assert!(!text.contains("mnemo_job_last_completed_timestamp_seconds{job=\"ttl-sweep\"}"));
+    // After a run, its outcome is exported.
+    mnemo::jobs::run(&api.engine, mnemo::jobs::JobName::TtlSweep, false)
+        .await
+        .unwrap();
+    let r = call(&api.app, Method::GET, "/metrics", Some(&api.admin), None).await;
+    let text = r.body.as_str().unwrap();
+    assert!(
+        text.contains("mnemo_job_last_completed_timestamp_seconds{job=\"ttl-sweep\"}"),
+        "{text}"
+    );
+    assert!(text.contains("mnemo_job_last_run_duration_seconds{job=\"ttl-sweep\"}"));
     // Memory text never appears in metrics.
     assert!(!text.contains("secret plan"));
 }

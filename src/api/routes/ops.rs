@@ -101,6 +101,7 @@ pub async fn metrics(State(state): State<AppState>, Auth(actor): Auth) -> Result
             .collect(),
         embedding_queue_depth: state.engine.embedding_queue_depth(),
         active_api_keys: Some(state.engine.store().count_active_api_keys().await?),
+        jobs: job_gauges(&state).await?,
     };
     Ok((
         [(
@@ -117,4 +118,37 @@ pub async fn metrics(State(state): State<AppState>, Auth(actor): Auth) -> Result
     responses((status = 200, description = "OpenAPI 3.1 document", body = Object)))]
 pub async fn openapi() -> Response {
     Json(ApiDoc::openapi()).into_response()
+}
+
+/// The lifecycle jobs' last runs, from their lease rows in the store.
+async fn job_gauges(state: &AppState) -> Result<Vec<crate::api::metrics::JobGauge>> {
+    let now = chrono::Utc::now();
+    let mut out = Vec::new();
+    for job in crate::jobs::JobName::ALL {
+        let Some(s) = state.engine.store().job_state(job.as_str()).await? else {
+            out.push(crate::api::metrics::JobGauge {
+                job: job.as_str().into(),
+                ..Default::default()
+            });
+            continue;
+        };
+        let stats = s.last_stats.unwrap_or_default();
+        out.push(crate::api::metrics::JobGauge {
+            job: job.as_str().into(),
+            running: s.holder.is_some() && s.lease_expires_at.is_some_and(|e| e > now),
+            last_completed_unix: s
+                .last_completed_at
+                .map(|t| t.timestamp_millis() as f64 / 1e3),
+            last_elapsed_secs: stats["elapsed_ms"].as_f64().map(|ms| ms / 1e3),
+            last_counts: stats["counts"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        });
+    }
+    Ok(out)
 }
