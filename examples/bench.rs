@@ -190,6 +190,16 @@ async fn main() -> anyhow::Result<()> {
             percentile(&emb, 0.5)
         );
     }
+    // "Forget all my data" for the user with all those memories.
+    let t = Instant::now();
+    let receipt = engine.forget_user(&actor, "bench-user").await?;
+    println!(
+        "forget-all: {} memories, {} lexical docs, {} vectors erased in {:.0} ms",
+        receipt.erased.memories,
+        receipt.erased.lexical_docs,
+        receipt.erased.vectors,
+        t.elapsed().as_secs_f64() * 1e3
+    );
     engine.shutdown().await?;
     Ok(())
 }

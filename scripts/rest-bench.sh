@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# REST search latency under load: a release `mnemo serve` (dev mode, loopback)
+# with 10k long-term memories for one user, driven by wrk at 1 and 16
+# concurrent connections. Traffic stays on 127.0.0.1; every run is bounded.
+# usage: scripts/rest-bench.sh [MEMORIES] [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-10000}"; SECS="${2:-20}"; PORT=8421
+BIN="${MNEMO_BIN:-target/release/mnemo}"
+DATA="$(mktemp -d)"; trap 'kill $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+command -v wrk >/dev/null || { echo "wrk missing: apt-get install wrk" >&2; exit 1; }
+python3 - "$N" > "$DATA/corpus.jsonl" <<'PY'
+import json, random, sys
+random.seed(7)
+S=["the user","my sister","the team","our landlord","the dentist","my manager"]
+V=["prefers","booked","cancelled","mentioned","asked about","bought","forgot","enjoys"]
+O=["green tea","a flight to Lisbon","the quarterly report","oat milk","a new laptop","vegetarian food",
+   "a dentist appointment","the gym membership","a trip to Kyoto","running shoes","the book club","the summer holiday"]
+W=["on Monday","last week","every morning","next month","in the evening","at the weekend"]
+for i in range(int(sys.argv[1])):
+    t=f"{random.choice(S)} {random.choice(V)} {random.choice(O)} {random.choice(W)} (note {i})"
+    print(json.dumps({"id":f"d{i}","text":t,"user_id":"bench-user","memory_type":"long_term"}))
+PY
+MNEMO_DATA_DIR="$DATA/db" "$BIN" ingest "$DATA/corpus.jsonl"
+MNEMO_DATA_DIR="$DATA/db" MNEMO_LOG=warn "$BIN" serve --insecure-dev --listen "127.0.0.1:$PORT" &
+PID=$!
+for _ in $(seq 1 100); do curl -sf "127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.2; done
+for c in 1 16; do
+  echo "== $c concurrent connection(s), ${SECS}s"
+  wrk -t"$(( c < 2 ? 1 : 2 ))" -c"$c" -d"${SECS}s" --latency -s scripts/search.lua "http://127.0.0.1:$PORT" | grep -E "Requests/sec|requests|p50|p95|p99|Non-2xx"
+done
