@@ -3,7 +3,11 @@ CARGO ?= cargo
 # One asset directory for the service, `mnemo setup` and every test.
 export MNEMO_ASSETS_DIR ?= $(CURDIR)/assets
 
-.PHONY: run serve setup test test-fast lint fmt bench clean-data
+.PHONY: help run setup test test-fast lint fmt bench bench-rest clean-data
+
+## List the common commands.
+help:
+	@awk '/^## /{sub(/^## /,"");d=$$0;next} /^[a-z-]+:/{sub(/:.*/,"");printf "  make %-12s %s\n",$$0,d;d=""}' $(MAKEFILE_LIST)
 
 ## Run the service on its embedded defaults (fetches model assets on first run).
 run:
@@ -13,8 +17,7 @@ run:
 setup:
 	$(CARGO) run --quiet -- setup
 
-## The whole test suite: unit, integration (real SQLite, tantivy, qdrant-edge,
-## ONNX embeddings) and doctests. Fetches model assets first when missing.
+## The whole suite: unit, integration (real stores, indexes, embeddings), doctests.
 test: setup
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
@@ -23,10 +26,12 @@ test: setup
 test-fast:
 	$(CARGO) test --lib
 
+## Formatting and clippy, as strict as CI.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
+## Format the code.
 fmt:
 	$(CARGO) fmt --all
 
@@ -34,5 +39,11 @@ fmt:
 bench: setup
 	$(CARGO) run --release --example bench -- $(ARGS)
 
+## REST search latency under load (wrk; release build): ARGS="10000 20".
+bench-rest:
+	$(CARGO) build --release
+	scripts/rest-bench.sh $(ARGS)
+
+## Remove the default data directory.
 clean-data:
 	rm -rf ./data
