@@ -235,49 +235,14 @@ pub async fn build_context(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ranking::ScoreBreakdown;
-    use crate::domain::{Kind, Memory, Source, Status};
+    use crate::domain::Memory;
     use chrono::{TimeZone, Utc};
     use proptest::prelude::*;
 
     fn hit(tier: Tier, text: &str, score: f32) -> Hit {
         let t = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap();
-        Hit {
-            memory: Memory {
-                id: Uuid::now_v7(),
-                tenant_id: "default".into(),
-                tier,
-                user_id: (tier != Tier::Reference).then(|| "u".into()),
-                thread_id: None,
-                kind: Kind::Fact,
-                text: text.into(),
-                importance: 0.5,
-                confidence: 1.0,
-                status: Status::Active,
-                created_at: t,
-                updated_at: t,
-                last_accessed_at: None,
-                access_count: 0,
-                expires_at: None,
-                source: Source::default(),
-                metadata: Default::default(),
-                embedding_model: None,
-                version: 1,
-                supersedes: None,
-                superseded_by: None,
-            },
-            score,
-            breakdown: ScoreBreakdown {
-                bm25_score: None,
-                bm25_rank: None,
-                vector_similarity: None,
-                vector_rank: None,
-                fused_score: score,
-                decay_factor: 1.0,
-                importance_factor: 1.0,
-                final_score: score,
-            },
-        }
+        let user = (tier != Tier::Reference).then_some("u");
+        Hit::unranked(Memory::sample(tier, user, text, t), score)
     }
 
     #[test]

@@ -164,49 +164,12 @@ pub fn assemble(
 mod tests {
     use super::*;
     use crate::context::Tokenizer;
-    use crate::domain::ranking::ScoreBreakdown;
-    use crate::domain::{Kind, Memory, Source, Status, Tier};
+    use crate::domain::{Memory, Tier};
     use chrono::Utc;
     use proptest::prelude::*;
 
     fn hit(text: String, tier: Tier) -> Hit {
-        let now = Utc::now();
-        Hit {
-            memory: Memory {
-                id: Uuid::now_v7(),
-                tenant_id: "default".into(),
-                tier,
-                user_id: Some("u".into()),
-                thread_id: None,
-                kind: Kind::Fact,
-                text,
-                importance: 0.5,
-                confidence: 1.0,
-                status: Status::Active,
-                created_at: now,
-                updated_at: now,
-                last_accessed_at: None,
-                access_count: 0,
-                expires_at: None,
-                source: Source::default(),
-                metadata: Default::default(),
-                embedding_model: None,
-                version: 1,
-                supersedes: None,
-                superseded_by: None,
-            },
-            score: 1.0,
-            breakdown: ScoreBreakdown {
-                bm25_score: None,
-                bm25_rank: None,
-                vector_similarity: None,
-                vector_rank: None,
-                fused_score: 1.0,
-                decay_factor: 1.0,
-                importance_factor: 1.0,
-                final_score: 1.0,
-            },
-        }
+        Hit::unranked(Memory::sample(tier, Some("u"), &text, Utc::now()), 1.0)
     }
 
     fn turn(i: usize, text: &str) -> ChatMessage {

@@ -237,6 +237,36 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// A minimal active memory with defaults everywhere else (importance 0.5,
+    /// confidence 1, version 1), created and updated at `at`. For tests and
+    /// tools that write to a store directly; the engine builds memories
+    /// through validation instead.
+    pub fn sample(tier: Tier, user_id: Option<&str>, text: &str, at: DateTime<Utc>) -> Self {
+        Memory {
+            id: Uuid::now_v7(),
+            tenant_id: crate::domain::scope::DEFAULT_TENANT.to_string(),
+            tier,
+            user_id: user_id.map(str::to_string),
+            thread_id: None,
+            kind: Kind::Fact,
+            text: text.to_string(),
+            importance: 0.5,
+            confidence: 1.0,
+            status: Status::Active,
+            created_at: at,
+            updated_at: at,
+            last_accessed_at: None,
+            access_count: 0,
+            expires_at: None,
+            source: Source::default(),
+            metadata: Default::default(),
+            embedding_model: None,
+            version: 1,
+            supersedes: None,
+            superseded_by: None,
+        }
+    }
+
     pub fn owner(&self) -> crate::domain::Owner {
         crate::domain::Owner::of(&self.tenant_id, self.tier, self.user_id.as_deref())
     }

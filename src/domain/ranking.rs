@@ -175,6 +175,27 @@ pub struct Hit {
     pub breakdown: ScoreBreakdown,
 }
 
+impl Hit {
+    /// A hit whose every factor is neutral (score = fused = final); for tests
+    /// and callers that rank by other means.
+    pub fn unranked(memory: Memory, score: f32) -> Self {
+        Hit {
+            memory,
+            score,
+            breakdown: ScoreBreakdown {
+                bm25_score: None,
+                bm25_rank: None,
+                vector_similarity: None,
+                vector_rank: None,
+                fused_score: score,
+                decay_factor: 1.0,
+                importance_factor: 1.0,
+                final_score: score,
+            },
+        }
+    }
+}
+
 /// Applies decay and importance to fused candidates, drops those under the
 /// threshold and returns the best `top_k`. `half_life` gives the half-life in
 /// days for a memory (per tier and kind, from the policy).

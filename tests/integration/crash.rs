@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use mnemo::domain::{Kind, Memory, Scope, Source, Status, Tier};
+use mnemo::domain::{Memory, Scope, Status, Tier};
 use mnemo::service::{Actor, SearchRequest};
 use mnemo::store::sqlite::SqliteStore;
 use mnemo::store::{AuditAction, AuditEvent, MemoryStore};
@@ -14,30 +14,7 @@ use uuid::Uuid;
 use crate::common::*;
 
 fn raw_memory(user: &str, text: &str) -> Memory {
-    let now = Utc::now();
-    Memory {
-        id: Uuid::now_v7(),
-        tenant_id: "default".into(),
-        tier: Tier::LongTerm,
-        user_id: Some(user.into()),
-        thread_id: None,
-        kind: Kind::Fact,
-        text: text.into(),
-        importance: 0.5,
-        confidence: 1.0,
-        status: Status::Active,
-        created_at: now,
-        updated_at: now,
-        last_accessed_at: None,
-        access_count: 0,
-        expires_at: None,
-        source: Source::default(),
-        metadata: Default::default(),
-        embedding_model: None,
-        version: 1,
-        supersedes: None,
-        superseded_by: None,
-    }
+    Memory::sample(Tier::LongTerm, Some(user), text, Utc::now())
 }
 
 #[tokio::test]
