@@ -88,7 +88,7 @@ pub struct FusionPolicy {
 impl Default for FusionPolicy {
     fn default() -> Self {
         FusionPolicy {
-            method: FusionKind::Rrf,
+            method: FusionKind::Weighted,
             rrf_k: 60.0,
             lexical_weight: 1.0,
             vector_weight: 1.0,
@@ -123,7 +123,7 @@ pub struct DecayPolicy {
 impl Default for DecayPolicy {
     fn default() -> Self {
         DecayPolicy {
-            floor: 0.3,
+            floor: 0.8,
             importance_weight: 0.2,
             half_life_days: HalfLives::default(),
         }
