@@ -92,17 +92,21 @@ impl Engine {
         let lexical = self.lexical().clone();
         let vectors = self.vectors().clone();
         let o = owner.clone();
-        let (lexical_docs, vector_points) =
-            tokio::task::spawn_blocking(move || -> Result<(usize, usize)> {
+        let started = std::time::Instant::now();
+        let (lexical_docs, vector_points, lexical_ms, vector_ms) =
+            tokio::task::spawn_blocking(move || -> Result<(usize, usize, u128, u128)> {
+                let t = std::time::Instant::now();
                 let l = lexical.delete_owner(&o)?;
                 lexical.purge()?;
+                let lexical_ms = t.elapsed().as_millis();
+                let t = std::time::Instant::now();
                 let v = vectors.delete_owner(&o)?;
                 vectors.flush()?;
-                vectors.optimize()?;
-                Ok((l, v))
+                Ok((l, v, lexical_ms, t.elapsed().as_millis()))
             })
             .await
             .map_err(|e| Error::internal(format!("erasure task failed: {e}")))??;
+        let store_started = std::time::Instant::now();
         let rows = self.store().erase_user(tenant_id, user_id).await?;
         let erased = ErasedCounts {
             memories: rows.memories,
@@ -119,11 +123,15 @@ impl Engine {
         self.store()
             .complete_erasure(tenant_id, user_id, &counts, actor, completed_at)
             .await?;
-        // Counts only: never the user id or any text in logs.
+        // Counts and timings only: never the user id or any text in logs.
         tracing::info!(
             memories = erased.memories,
             lexical_docs,
             vector_points,
+            lexical_ms,
+            vector_ms,
+            store_ms = store_started.elapsed().as_millis(),
+            total_ms = started.elapsed().as_millis(),
             "user erased"
         );
         Ok(ErasureReceipt {
