@@ -34,6 +34,17 @@ pub(crate) fn from_ms(v: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(v).single().unwrap_or_default()
 }
 
+/// A unique-key violation means the row already exists: a `Conflict` for the
+/// caller, not a store failure.
+fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            Error::Conflict(format!("{} already exists", what()))
+        }
+        _ => Error::Store(e),
+    }
+}
+
 fn parse_uuid(s: &str) -> Result<Uuid> {
     Uuid::parse_str(s).map_err(|e| Error::internal(format!("corrupt id `{s}` in store: {e}")))
 }
@@ -209,12 +220,7 @@ async fn insert_memories(
             .bind(text_hash(&m.text))
             .execute(&mut **tx)
             .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.is_unique_violation() => {
-                    Error::Conflict(format!("memory {} already exists", m.id))
-                }
-                _ => Error::Store(e),
-            })?;
+            .map_err(|e| conflict_if_duplicate(e, || format!("memory {}", m.id)))?;
     }
     Ok(())
 }
@@ -508,12 +514,7 @@ impl MemoryStore for SqliteStore {
         .bind(key.revoked_at.map(ms))
         .execute(&self.pool)
         .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                Error::Conflict(format!("API key {} already exists", key.id))
-            }
-            _ => Error::Store(e),
-        })?;
+        .map_err(|e| conflict_if_duplicate(e, || format!("API key {}", key.id)))?;
         Ok(())
     }
 
