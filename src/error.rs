@@ -56,6 +56,10 @@ pub enum Error {
     Embedder(String),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// The configured chat model's endpoint failed (down, timed out, or an
+    /// answer that could not be used).
+    #[error("model endpoint error: {0}")]
+    Upstream(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -97,6 +101,7 @@ impl Error {
             Error::Overloaded { .. } => ErrorCode::Overloaded,
             Error::Unavailable(_) => ErrorCode::Unavailable,
             Error::Config { .. } => ErrorCode::InvalidConfiguration,
+            Error::Upstream(_) => ErrorCode::BadGateway,
             Error::Store(_)
             | Error::Migrate(_)
             | Error::Lexical(_)
@@ -126,6 +131,8 @@ pub enum ErrorCode {
     RateLimited,
     Overloaded,
     Unavailable,
+    /// The model endpoint behind a turn or the proxy failed.
+    BadGateway,
     InvalidConfiguration,
     Internal,
 }
@@ -143,6 +150,7 @@ impl ErrorCode {
             ErrorCode::RateLimited => 429,
             ErrorCode::Overloaded | ErrorCode::Unavailable => 503,
             ErrorCode::Internal => 500,
+            ErrorCode::BadGateway => 502,
         }
     }
 }
