@@ -1,21 +1,23 @@
 //! "Forget all my data": erase every trace of one user from every store, and
 //! prove it.
 //!
-//! Order of work, each step idempotent:
-//! 1. record the intent in the store (so a crash anywhere after this resumes
-//!    at the next start, see [`Engine::resume_erasures`]);
-//! 2. delete the user's documents from the lexical index and the vector index
-//!    (by owner key), then purge: tantivy merges its segments and deletes the
-//!    old files, so deleted documents are physically gone; the vector index is
-//!    flushed. Known gap: qdrant-edge 0.7.2 never truncates its write-ahead
-//!    log, so the deleted points' vectors (no text, no user id: the payload
-//!    holds only a hashed owner key) stay in `vectors/wal/` until the index is
-//!    rebuilt (`mnemo reindex`);
-//! 3. delete the user's rows from the store in one transaction — memories in
-//!    every status (pending candidates included), audit events with their
-//!    before/after text, embedding-cache entries of their texts — with
-//!    `secure_delete` zeroing the freed pages, then checkpoint the WAL;
-//! 4. replace the intent with a content-free tombstone (hashed user id,
+//! Order of work, each step idempotent and keyed by the user (never by ids
+//! read from another store), so that a crash anywhere resumes cleanly:
+//! 1. record the intent in the store (from here on the erasure completes even
+//!    across a crash, see [`Engine::resume_erasures`]);
+//! 2. at once, since they are independent:
+//!    - the lexical index deletes the owner's documents and purges: tantivy
+//!      rewrites the segments that held them and deletes the old files, so the
+//!      deleted text is physically gone;
+//!    - the vector index deletes the owner's points and flushes. Known gap:
+//!      qdrant-edge 0.7.2 keeps deleted points' vectors (no text, no user id:
+//!      the payload holds only a hashed owner key) in its write-ahead log and
+//!      segment files until the index is rebuilt (`mnemo reindex`);
+//!    - the store deletes the user's rows in one transaction — memories in
+//!      every status (pending candidates included), audit events with their
+//!      before/after text, embedding-cache entries of their texts — with
+//!      `secure_delete` zeroing the freed pages, then checkpoints the WAL;
+//! 3. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
 //!
 //! Unlike every other delete in Mnemo this one is not soft: it cannot be
@@ -89,25 +91,32 @@ impl Engine {
         actor: &str,
     ) -> Result<ErasureReceipt> {
         let owner = Owner::user(tenant_id, user_id);
-        let lexical = self.lexical().clone();
-        let vectors = self.vectors().clone();
-        let o = owner.clone();
         let started = std::time::Instant::now();
-        let (lexical_docs, vector_points, lexical_ms, vector_ms) =
-            tokio::task::spawn_blocking(move || -> Result<(usize, usize, u128, u128)> {
-                let t = std::time::Instant::now();
-                let l = lexical.delete_owner(&o)?;
-                lexical.purge()?;
-                let lexical_ms = t.elapsed().as_millis();
-                let t = std::time::Instant::now();
-                let v = vectors.delete_owner(&o)?;
-                vectors.flush()?;
-                Ok((l, v, lexical_ms, t.elapsed().as_millis()))
-            })
-            .await
-            .map_err(|e| Error::internal(format!("erasure task failed: {e}")))??;
-        let store_started = std::time::Instant::now();
-        let rows = self.store().erase_user(tenant_id, user_id).await?;
+        // The three stores are independent and every step is idempotent and
+        // keyed by the user (not by ids read from another store), so they run
+        // at once: the erasure takes as long as the slowest, not the sum.
+        let lexical = self.lexical().clone();
+        let o = owner.clone();
+        let lexical_step = blocking(move || {
+            let n = lexical.delete_owner(&o)?;
+            lexical.purge()?;
+            Ok(n)
+        });
+        let vectors = self.vectors().clone();
+        let vector_step = blocking(move || {
+            let n = vectors.delete_owner(&owner)?;
+            vectors.flush()?;
+            Ok(n)
+        });
+        let store_step = async {
+            let t = std::time::Instant::now();
+            let rows = self.store().erase_user(tenant_id, user_id).await?;
+            Ok::<_, Error>((rows, t.elapsed().as_millis()))
+        };
+        let (lexical_step, vector_step, store_step) =
+            tokio::join!(lexical_step, vector_step, store_step);
+        let ((lexical_docs, lexical_ms), (vector_points, vector_ms), (rows, store_ms)) =
+            (lexical_step?, vector_step?, store_step?);
         let erased = ErasedCounts {
             memories: rows.memories,
             candidates: rows.candidates,
@@ -130,7 +139,7 @@ impl Engine {
             vector_points,
             lexical_ms,
             vector_ms,
-            store_ms = store_started.elapsed().as_millis(),
+            store_ms,
             total_ms = started.elapsed().as_millis(),
             "user erased"
         );
@@ -140,7 +149,19 @@ impl Engine {
             completed_at,
         })
     }
+}
 
+/// Runs one erasure step off the async runtime; returns its result and time.
+async fn blocking(step: impl FnOnce() -> Result<usize> + Send + 'static) -> Result<(usize, u128)> {
+    tokio::task::spawn_blocking(move || {
+        let t = std::time::Instant::now();
+        step().map(|n| (n, t.elapsed().as_millis()))
+    })
+    .await
+    .map_err(|e| Error::internal(format!("erasure task failed: {e}")))?
+}
+
+impl Engine {
     /// Counts what every store holds of a user.
     pub async fn verify_erasure(
         &self,

@@ -32,8 +32,8 @@
 //! The memory text is indexed (term dictionary and postings with frequencies,
 //! no positions) but not stored: the SQL store is the source of truth, and
 //! erasing an owner only needs the deleted documents merged away, which
-//! [`LexicalIndex::purge`] does (commit, merge every segment into one, wait,
-//! garbage-collect unused files). Stored fields are the id and version only.
+//! [`LexicalIndex::purge`] does (commit, merge the segments that have deleted
+//! documents, wait, garbage-collect unused files). Stored fields are the id and version only.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -546,10 +546,18 @@ impl Worker {
         self.restart_writer()?;
         {
             // Scoped: a live `SegmentMeta` keeps its files from the garbage collector.
-            let metas = self.index.searchable_segment_metas().map_err(lexical)?;
-            if metas.len() > 1 || metas.iter().any(|m| m.has_deletes()) {
-                let ids: Vec<_> = metas.iter().map(|m| m.id()).collect();
-                drop(metas);
+            // Only segments with deleted documents still hold deleted text:
+            // rewriting them (not the whole index) makes the erasure cost
+            // proportional to where the owner's documents were.
+            let ids: Vec<_> = self
+                .index
+                .searchable_segment_metas()
+                .map_err(lexical)?
+                .iter()
+                .filter(|m| m.has_deletes())
+                .map(|m| m.id())
+                .collect();
+            if !ids.is_empty() {
                 self.writer().merge(&ids).wait().map_err(lexical)?;
             }
         }
@@ -1048,6 +1056,41 @@ mod tests {
     }
 
     const MARKER: &str = "饕餮";
+
+    #[test]
+    fn purge_rewrites_only_the_segments_that_held_deleted_documents() {
+        let dir = TempDir::new().unwrap();
+        let index = open(&dir, LONG_DELAY);
+        index
+            .upsert(
+                (0..10)
+                    .map(|i| doc(&bob(), &format!("bob only {i}")))
+                    .collect(),
+            )
+            .unwrap();
+        index.commit().unwrap();
+        let untouched = index.index().searchable_segment_ids().unwrap();
+        assert_eq!(untouched.len(), 1);
+        index
+            .upsert(vec![doc(&alice(), "alice"), doc(&bob(), "bob again")])
+            .unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.index().searchable_segment_ids().unwrap().len(), 2);
+
+        assert_eq!(index.delete_owner(&alice()).unwrap(), 1);
+        index.purge().unwrap();
+
+        let after = index.index().searchable_segment_ids().unwrap();
+        assert_eq!(after.len(), 2, "{after:?}");
+        assert!(
+            after.contains(&untouched[0]),
+            "the clean segment was rewritten"
+        );
+        assert_eq!(index.count_owner(&alice()).unwrap(), 0);
+        assert_eq!(index.count_owner(&bob()).unwrap(), 11);
+        let metas = index.index().searchable_segment_metas().unwrap();
+        assert!(metas.iter().all(|m| !m.has_deletes()));
+    }
 
     #[test]
     fn clear_removes_everything() {
