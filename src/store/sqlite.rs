@@ -191,6 +191,28 @@ async fn insert_memories(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     memories: &[Memory],
 ) -> Result<()> {
+    // Nothing new may land for a user being erased: the erasure deletes by
+    // user, and a row committed after it would survive "forget all my data".
+    let mut owners: Vec<(&str, &str)> = memories
+        .iter()
+        .filter_map(|m| Some((m.tenant_id.as_str(), m.user_id.as_deref()?)))
+        .collect();
+    owners.sort_unstable();
+    owners.dedup();
+    for (tenant, user) in owners {
+        let erasing: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2",
+        )
+        .bind(tenant)
+        .bind(user)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if erasing.is_some() {
+            return Err(Error::Conflict(
+                "this user's data is being erased; retry when the erasure has completed".into(),
+            ));
+        }
+    }
     for m in memories {
         sqlx::query(&format!(
                 "INSERT INTO memories ({COLUMNS}, text_sha256) VALUES \
@@ -792,8 +814,9 @@ impl MemoryStore for SqliteStore {
         // same text (then the vector is theirs too and reveals nothing new).
         let cached = sqlx::query(
             "DELETE FROM embedding_cache WHERE text_sha256 IN ( \
-                 SELECT text_sha256 FROM memories WHERE tenant_id = $1 AND user_id = $2 \
-                 EXCEPT SELECT text_sha256 FROM memories WHERE NOT (tenant_id = $1 AND user_id IS $2))",
+                 SELECT m.text_sha256 FROM memories m WHERE m.tenant_id = $1 AND m.user_id = $2 \
+                 AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.text_sha256 = m.text_sha256 \
+                 AND NOT (o.tenant_id = $1 AND o.user_id IS $2)))",
         )
         .bind(tenant_id)
         .bind(user_id)

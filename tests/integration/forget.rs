@@ -208,3 +208,36 @@ async fn an_interrupted_erasure_completes_at_the_next_start() {
         Vec::<String>::new()
     );
 }
+
+#[tokio::test]
+async fn nothing_new_lands_for_a_user_while_their_erasure_is_in_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let admin = Actor::local("admin");
+    engine
+        .store()
+        .begin_erasure("default", "dave", "admin", t0())
+        .await
+        .unwrap();
+    let write = engine
+        .add(
+            &admin,
+            vec![long_term("dave", "zqxdave written mid-erasure")],
+            false,
+        )
+        .await;
+    assert!(matches!(write, Err(Error::Conflict(_))), "{write:?}");
+    // Other users are not held up.
+    engine
+        .add(&admin, vec![long_term("erin", "erin is fine")], false)
+        .await
+        .unwrap();
+
+    engine.resume_erasures().await.unwrap();
+    assert!(engine.verify_erasure(&admin, "dave").await.unwrap().erased);
+    // Once erased, the user may start again.
+    engine
+        .add(&admin, vec![long_term("dave", "dave starts over")], false)
+        .await
+        .unwrap();
+}
