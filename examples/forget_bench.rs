@@ -1,0 +1,132 @@
+//! "Forget all my data" benchmark: one user with N long-term memories (each
+//! with its audit history) among other users' memories and reference
+//! memories, then a timed `forget_user`, with the time of each step (lexical
+//! delete + purge, vector delete + flush, store) from the engine's log line.
+//!
+//! ```text
+//! cargo run --release --example forget_bench -- --memories 10000 --others 10000 --reference 40000
+//! ```
+//! Erasure does not embed anything, so this uses the hashing embedder (same
+//! dimension as the real model: the vector index does the same work) to keep
+//! set-up fast. Writes nothing outside a temporary directory.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mnemo::clock::SystemClock;
+use mnemo::domain::{NewMemory, Tier};
+use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::service::Actor;
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("mnemo::erasure=info"))
+        .init();
+    let memories = arg("--memories", 10_000);
+    let others = arg("--others", 10_000);
+    let reference = arg("--reference", 40_000);
+    let dir = tempfile::tempdir()?;
+    // `--from DIR` starts from a copy of a data directory an earlier run left
+    // with `--save DIR` (set-up is most of the run's time).
+    let saved = |flag: &str| {
+        let args: Vec<String> = std::env::args().collect();
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let from = saved("--from");
+    if let Some(from) = &from {
+        copy_dir(std::path::Path::new(from), dir.path())?;
+    }
+    let (engine, _) = mnemo::open::open_with(
+        dir.path(),
+        Default::default(),
+        Arc::new(HashingEmbedder::new(384)),
+        Arc::new(SystemClock),
+        false,
+    )
+    .await?;
+    let actor = Actor::local("bench");
+
+    let groups = [
+        (Tier::LongTerm, Some("forget-me"), memories),
+        (Tier::LongTerm, Some("keep-me"), others),
+        (Tier::Reference, None, reference),
+    ];
+    let started = Instant::now();
+    let mut serial = 0;
+    let groups = if from.is_some() {
+        Vec::new()
+    } else {
+        groups.to_vec()
+    };
+    for (tier, user, n) in groups {
+        let mut left = n;
+        while left > 0 {
+            let batch: Vec<NewMemory> = (0..left.min(1000))
+                .map(|_| {
+                    serial += 1;
+                    NewMemory {
+                        tier: Some(tier),
+                        user_id: user.map(str::to_string),
+                        text: format!("memory number {serial} about topic {}", serial % 97),
+                        ..Default::default()
+                    }
+                })
+                .collect();
+            left -= batch.len();
+            engine.add(&actor, batch, false).await?;
+        }
+    }
+    engine.commit().await?;
+    engine.optimize().await?;
+    println!(
+        "set-up: {memories} memories to forget, {others} of another user, {reference} reference, in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    if let Some(to) = saved("--save") {
+        engine.shutdown().await?;
+        drop(engine); // flushes the vector index and joins the lexical writer
+        copy_dir(dir.path(), std::path::Path::new(&to))?;
+        println!("saved the data directory to {to}");
+        return Ok(());
+    }
+
+    let t = Instant::now();
+    let receipt = engine.forget_user(&actor, "forget-me").await?;
+    println!(
+        "forget-all: {} memories, {} audit events, {} lexical docs, {} vectors erased in {:.0} ms",
+        receipt.erased.memories,
+        receipt.erased.audit_events,
+        receipt.erased.lexical_docs,
+        receipt.erased.vectors,
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    engine.shutdown().await?;
+    Ok(())
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
