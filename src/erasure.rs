@@ -13,7 +13,8 @@
 //!    rebuilt (`mnemo reindex`);
 //! 3. delete the user's rows from the store in one transaction — memories in
 //!    every status (pending candidates included), audit events with their
-//!    before/after text, embedding-cache entries of their texts — with
+//!    before/after text, embedding-cache entries of their texts, threads with
+//!    their messages and tool payloads — with
 //!    `secure_delete` zeroing the freed pages, then checkpoint the WAL;
 //! 4. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
@@ -57,6 +58,9 @@ pub struct ErasureVerification {
     pub user_id: String,
     pub memories: u64,
     pub audit_events: u64,
+    /// Threads, and their messages with tool payloads.
+    pub threads: u64,
+    pub messages: u64,
     pub lexical_docs: u64,
     pub vectors: u64,
     pub pending_erasure: bool,
@@ -111,8 +115,8 @@ impl Engine {
         let erased = ErasedCounts {
             memories: rows.memories,
             candidates: rows.candidates,
-            threads: 0,
-            messages: 0,
+            threads: rows.threads,
+            messages: rows.messages,
             audit_events: rows.audit_events,
             lexical_docs: lexical_docs as u64,
             vectors: vector_points as u64,
@@ -165,6 +169,8 @@ impl Engine {
         let last_erasure_at = self.store().last_erasure(&actor.tenant_id, &user).await?;
         let erased = footprint.memories == 0
             && footprint.audit_events == 0
+            && footprint.threads == 0
+            && footprint.messages == 0
             && lexical_docs == 0
             && vector_points == 0
             && footprint.pending_erasures == 0;
@@ -172,6 +178,8 @@ impl Engine {
             user_id: user,
             memories: footprint.memories,
             audit_events: footprint.audit_events,
+            threads: footprint.threads,
+            messages: footprint.messages,
             lexical_docs: lexical_docs as u64,
             vectors: vector_points as u64,
             pending_erasure: footprint.pending_erasures > 0,
