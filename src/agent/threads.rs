@@ -437,7 +437,17 @@ impl Agent {
             (c.max_long_term + c.max_working + c.max_reference + 10)
                 .min(policy.retrieval.max_top_k),
         );
-        let hits = self.0.engine.search(search).await?.hits;
+        let mut hits = self.0.engine.search(search).await?.hits;
+        // A memory extracted from a message still in the history says
+        // nothing the prompt does not already say.
+        let thread_id = thread.id.to_string();
+        hits.retain(|h| {
+            let s = &h.memory.source;
+            s.thread_id.as_deref() != Some(thread_id.as_str())
+                || !history
+                    .iter()
+                    .any(|m| s.message_id.as_deref() == Some(m.seq.to_string().as_str()))
+        });
         let chat: Vec<ChatMessage> = history.iter().map(to_chat).collect();
         let summary = thread.summary.render();
         let input = PromptInput {
@@ -477,13 +487,21 @@ impl Agent {
                 "a turn is already running in this thread; retry when it has finished".into(),
             ));
         }
-        let result = self.turn_locked(&thread, req).await;
-        if let Err(e) = store.release_turn(id, &holder).await {
-            tracing::warn!(error = %e, "releasing a turn lease failed (it expires)");
-        }
-        // The user's message is stored even when the model failed: extract it.
-        self.schedule_upkeep(&thread, self.default_window());
-        result
+        // In its own task: a client that goes away (or the request timeout)
+        // does not cut a turn in half; the reply is stored and the lease
+        // released all the same.
+        let agent = self.clone();
+        let turn = tokio::spawn(async move {
+            let result = agent.turn_locked(&thread, req).await;
+            if let Err(e) = agent.0.engine.store().release_turn(id, &holder).await {
+                tracing::warn!(error = %e, "releasing a turn lease failed (it expires)");
+            }
+            // The user's message is stored even when the model failed: extract it.
+            agent.schedule_upkeep(&thread, agent.default_window());
+            result
+        });
+        turn.await
+            .map_err(|e| Error::internal(format!("turn task failed: {e}")))?
     }
 
     async fn turn_locked(&self, thread: &Thread, req: TurnRequest) -> Result<TurnReply> {

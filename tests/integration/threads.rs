@@ -530,6 +530,26 @@ async fn extraction_feeds_the_lifecycle() {
         };
         assert_eq!(m.extraction_state, expected);
     }
+    // While its message is in the history, the memory is not repeated in
+    // the prompt's memory block.
+    let prompt = |message: &str| PromptRequest {
+        message: message.into(),
+        model_context_tokens: 8192,
+    };
+    let p = agent
+        .prompt(&ann, thread.id, prompt("green tea or coffee?"))
+        .await
+        .unwrap();
+    assert!(!p.memory_ids.contains(&active[0].id), "{p:?}");
+    let other = agent
+        .create_thread(&ann, CreateThread::default())
+        .await
+        .unwrap();
+    let p = agent
+        .prompt(&ann, other.id, prompt("green tea or coffee?"))
+        .await
+        .unwrap();
+    assert!(p.memory_ids.contains(&active[0].id), "{p:?}");
     // Saying it again reinforces instead of duplicating.
     say(
         &agent,
