@@ -619,6 +619,12 @@ impl Agent {
         if candidates.is_empty() {
             return Ok(());
         }
+        // The user may have been erased while the extractor ran: write
+        // nothing for a thread that is gone.
+        let store = self.0.engine.store();
+        if store.get_thread(&m.tenant_id, m.thread_id).await?.is_none() {
+            return Ok(());
+        }
         let items = candidates
             .into_iter()
             .map(|c| NewMemory {

@@ -788,3 +788,81 @@ async fn extraction_and_compaction_never_race() {
         assert!(m.extraction_state.is_complete(), "{m:?}");
     }
 }
+
+#[tokio::test]
+async fn turn_leases_and_extraction_claims_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let agent = Agent::new(engine.clone(), None);
+    let ann = user_actor("default", "ann");
+    let thread = agent
+        .create_thread(&ann, CreateThread::default())
+        .await
+        .unwrap();
+    let store = engine.store();
+    let until = t0() + Duration::seconds(300);
+    assert!(store
+        .acquire_turn(thread.id, "a", t0(), until)
+        .await
+        .unwrap());
+    let later = t0() + Duration::seconds(299);
+    assert!(!store
+        .acquire_turn(thread.id, "b", later, later + Duration::seconds(300))
+        .await
+        .unwrap());
+    // A crashed turn's lease expires; releasing with the wrong holder does nothing.
+    store.release_turn(thread.id, "a-not").await.unwrap();
+    assert!(!store
+        .acquire_turn(thread.id, "b", later, later)
+        .await
+        .unwrap());
+    assert!(store
+        .acquire_turn(thread.id, "b", until, until + Duration::seconds(300))
+        .await
+        .unwrap());
+    store.release_turn(thread.id, "b").await.unwrap();
+    assert!(store
+        .acquire_turn(thread.id, "c", until, until)
+        .await
+        .unwrap());
+
+    // Extraction claims: never shared while live, taken again once expired,
+    // and a failed run puts its messages back.
+    let message = mnemo::domain::thread::NewMessage {
+        thread_id: thread.id,
+        tenant_id: "default".into(),
+        user_id: "ann".into(),
+        role: MessageRole::User,
+        content: "I prefer tea.".into(),
+        tool: None,
+        created_at: t0(),
+    };
+    let stored = store.append_message(&message, None).await.unwrap();
+    let claim = |now| store.claim_extraction(thread.id, now, now + Duration::seconds(300));
+    assert_eq!(claim(t0()).await.unwrap().len(), 1);
+    assert!(claim(later).await.unwrap().is_empty());
+    let retaken = claim(until).await.unwrap();
+    assert_eq!(retaken[0].seq, stored.seq);
+    assert_eq!(retaken[0].extraction_state, ExtractionState::Running);
+    store.finish_extraction(&[stored.seq], false).await.unwrap();
+    assert_eq!(claim(until).await.unwrap().len(), 1);
+    store.finish_extraction(&[stored.seq], true).await.unwrap();
+    assert!(claim(until + Duration::days(1)).await.unwrap().is_empty());
+    // A message still claimed cannot be compacted, and compaction is
+    // compare-and-set on the summary.
+    let second = store.append_message(&message, None).await.unwrap();
+    assert_eq!(claim(until).await.unwrap().len(), 1);
+    let summary = mnemo::domain::thread::Summary::default();
+    assert!(!store
+        .compact_thread(thread.id, 0, second.seq, &summary, until)
+        .await
+        .unwrap());
+    assert!(store
+        .compact_thread(thread.id, 0, stored.seq, &summary, until)
+        .await
+        .unwrap());
+    assert!(!store
+        .compact_thread(thread.id, 0, stored.seq, &summary, until)
+        .await
+        .unwrap());
+}
