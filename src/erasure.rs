@@ -15,8 +15,8 @@
 //!      segment files until the index is rebuilt (`mnemo reindex`);
 //!    - the store deletes the user's rows in one transaction — memories in
 //!      every status (pending candidates included), audit events with their
-//!      before/after text, embedding-cache entries of their texts — with
-//!      `secure_delete` zeroing the freed pages, then checkpoints the WAL;
+//!      before/after text, embedding-cache entries of their texts, threads
+//!      with their messages and tool payloads — with `secure_delete` zeroing the freed pages, then checkpoints the WAL;
 //! 3. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
 //!
@@ -59,6 +59,9 @@ pub struct ErasureVerification {
     pub user_id: String,
     pub memories: u64,
     pub audit_events: u64,
+    /// Threads, and their messages with tool payloads.
+    pub threads: u64,
+    pub messages: u64,
     pub lexical_docs: u64,
     pub vectors: u64,
     pub pending_erasure: bool,
@@ -120,8 +123,8 @@ impl Engine {
         let erased = ErasedCounts {
             memories: rows.memories,
             candidates: rows.candidates,
-            threads: 0,
-            messages: 0,
+            threads: rows.threads,
+            messages: rows.messages,
             audit_events: rows.audit_events,
             lexical_docs: lexical_docs as u64,
             vectors: vector_points as u64,
@@ -186,6 +189,8 @@ impl Engine {
         let last_erasure_at = self.store().last_erasure(&actor.tenant_id, &user).await?;
         let erased = footprint.memories == 0
             && footprint.audit_events == 0
+            && footprint.threads == 0
+            && footprint.messages == 0
             && lexical_docs == 0
             && vector_points == 0
             && footprint.pending_erasures == 0;
@@ -193,6 +198,8 @@ impl Engine {
             user_id: user,
             memories: footprint.memories,
             audit_events: footprint.audit_events,
+            threads: footprint.threads,
+            messages: footprint.messages,
             lexical_docs: lexical_docs as u64,
             vectors: vector_points as u64,
             pending_erasure: footprint.pending_erasures > 0,

@@ -25,6 +25,7 @@ pub struct Policy {
     pub lifecycle: LifecyclePolicy,
     pub cleanup: CleanupPolicy,
     pub jobs: JobsPolicy,
+    pub agent: AgentPolicy,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -261,6 +262,54 @@ impl Default for ContextPolicy {
             max_long_term: 5,
             max_working: 3,
             max_reference: 5,
+        }
+    }
+}
+
+/// The thin agent loop: prompt assembly, turns, compaction, extraction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentPolicy {
+    /// The system message that opens every assembled prompt.
+    pub instructions: String,
+    /// Share of the window kept free for the model's reply. 0..1.
+    pub reply_reserve_fraction: f64,
+    /// Compact when the uncompacted history exceeds this share of the window.
+    pub compact_above_fraction: f64,
+    /// Compact a thread idle for this long.
+    pub compact_idle_secs: u64,
+    /// At most one compaction per thread per this period.
+    pub compaction_cooldown_secs: u64,
+    /// The newest messages compaction never touches (at least 3).
+    pub keep_last_turns: usize,
+    /// The window used for the compaction trigger when no model is
+    /// configured and the caller gave none.
+    pub default_context_tokens: usize,
+    /// How long a turn holds the thread's lock at most (a crashed turn's
+    /// lock expires after this).
+    pub turn_lease_secs: u64,
+    /// How long an extraction run holds its claim on messages at most.
+    pub extraction_lease_secs: u64,
+    /// How often the idle compaction checks threads.
+    pub compaction_interval_secs: u64,
+}
+
+impl Default for AgentPolicy {
+    fn default() -> Self {
+        AgentPolicy {
+            instructions:
+                "You are a helpful assistant. Use the background memories only when they \
+                           are relevant to the user's request."
+                    .into(),
+            reply_reserve_fraction: 0.25,
+            compact_above_fraction: 0.7,
+            compact_idle_secs: 300,
+            compaction_cooldown_secs: 600,
+            keep_last_turns: 3,
+            default_context_tokens: 8192,
+            turn_lease_secs: 300,
+            extraction_lease_secs: 300,
+            compaction_interval_secs: 60,
         }
     }
 }
@@ -546,6 +595,34 @@ impl Policy {
         unit("cleanup.heat_weight", cl.heat_weight)?;
         unit("cleanup.age_weight", cl.age_weight)?;
         positive("cleanup.age_half_life_days", cl.age_half_life_days)?;
+        let a = &self.agent;
+        unit("agent.reply_reserve_fraction", a.reply_reserve_fraction)?;
+        unit("agent.compact_above_fraction", a.compact_above_fraction)?;
+        positive("agent.compact_above_fraction", a.compact_above_fraction)?;
+        if a.keep_last_turns < crate::agent::prompt::ALWAYS_KEPT_TURNS {
+            return Err(Error::Config {
+                key: "agent.keep_last_turns".into(),
+                message: format!(
+                    "must be at least {}: the last turns are always in the prompt whole",
+                    crate::agent::prompt::ALWAYS_KEPT_TURNS
+                ),
+            });
+        }
+        if a.default_context_tokens < 256 {
+            return Err(Error::Config {
+                key: "agent.default_context_tokens".into(),
+                message: "must be at least 256".into(),
+            });
+        }
+        positive("agent.turn_lease_secs", a.turn_lease_secs as f64)?;
+        positive(
+            "agent.extraction_lease_secs",
+            a.extraction_lease_secs as f64,
+        )?;
+        positive(
+            "agent.compaction_interval_secs",
+            a.compaction_interval_secs as f64,
+        )?;
         positive("jobs.batch_size", self.jobs.batch_size as f64)?;
         positive("jobs.lease_secs", self.jobs.lease_secs as f64)?;
         Ok(())

@@ -11,10 +11,12 @@
 
 use std::sync::LazyLock;
 
+use async_trait::async_trait;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::Kind;
+use crate::error::Result;
 
 /// A memory the user's words suggest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,8 +28,11 @@ pub struct Candidate {
     pub correction: bool,
 }
 
+/// Reads one user message and proposes memories. Async because the
+/// model-based extractor calls a model; the rule-based one never fails.
+#[async_trait]
 pub trait Extractor: Send + Sync {
-    fn extract(&self, user_message: &str) -> Vec<Candidate>;
+    async fn extract(&self, user_message: &str) -> Result<Vec<Candidate>>;
 }
 
 /// Confidence of a plain, unhedged statement per kind, and of a hedged one.
@@ -100,8 +105,16 @@ fn sentences(text: &str) -> Vec<&str> {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RuleExtractor;
 
+#[async_trait]
 impl Extractor for RuleExtractor {
-    fn extract(&self, user_message: &str) -> Vec<Candidate> {
+    async fn extract(&self, user_message: &str) -> Result<Vec<Candidate>> {
+        Ok(self.candidates(user_message))
+    }
+}
+
+impl RuleExtractor {
+    /// The candidates the rules find (what [`Extractor::extract`] returns).
+    pub fn candidates(&self, user_message: &str) -> Vec<Candidate> {
         let mut out = Vec::new();
         for sentence in sentences(user_message) {
             if sentence.ends_with('?') || sentence.ends_with('？') || sentence.chars().count() < 4
@@ -185,7 +198,7 @@ mod tests {
     fn the_table_of_utterances() {
         for (utterance, expected) in TABLE {
             let got: Vec<(Kind, bool, bool)> = RuleExtractor
-                .extract(utterance)
+                .candidates(utterance)
                 .into_iter()
                 .map(|c| (c.kind, c.confidence >= 0.6, c.correction))
                 .collect();
@@ -197,7 +210,7 @@ mod tests {
 
     #[test]
     fn hedged_statements_fall_under_the_pending_threshold() {
-        let c = &RuleExtractor.extract("I think I prefer aisle seats")[0];
+        let c = &RuleExtractor.candidates("I think I prefer aisle seats")[0];
         assert_eq!(c.kind, Kind::Preference);
         assert!(
             c.confidence

@@ -40,7 +40,9 @@ use utoipa::{Modify, OpenApi};
 pub use auth::AuthMode;
 pub use metrics::Metrics;
 
+use crate::agent::Agent;
 use crate::error::Error;
+use crate::llm::ChatModel;
 use crate::policy::Policy;
 use crate::Engine;
 
@@ -87,13 +89,17 @@ pub struct AppState {
     pub shutting_down: Arc<AtomicBool>,
     /// Background evaluations (`/v1/evals`).
     pub evals: routes::evals::SharedEvalJobs,
+    /// The configured chat model, if any (turns answer 503 without one).
+    pub chat_model: Option<Arc<dyn ChatModel>>,
+    /// Threads, prompts and turns (`/v1/threads`).
+    pub agent: Agent,
 }
 
 impl AppState {
     pub fn new(engine: Engine, auth: AuthMode) -> Self {
         let limits = HttpLimits::from_policy(engine.policy());
         AppState {
-            engine,
+            engine: engine.clone(),
             auth,
             metrics: Arc::new(Metrics::default()),
             limits,
@@ -101,7 +107,23 @@ impl AppState {
             evals: Arc::new(routes::evals::EvalJobs::from_env(
                 std::env::temp_dir().join("mnemo-evals"),
             )),
+            chat_model: None,
+            agent: Agent::new(engine, None),
         }
+    }
+
+    /// Sets the chat model turns use.
+    pub fn with_chat_model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.agent = Agent::new(self.engine.clone(), Some(model.clone()));
+        self.chat_model = Some(model);
+        self
+    }
+
+    /// Replaces the agent loop (a custom extractor or summarizer).
+    pub fn with_agent(mut self, agent: Agent) -> Self {
+        self.chat_model = agent.model().cloned();
+        self.agent = agent;
+        self
     }
 
     /// Where `/v1/evals` finds sets and writes reports.
@@ -137,6 +159,12 @@ impl AppState {
         routes::review::supersede,
         routes::search::search,
         routes::context::context,
+        routes::threads::create,
+        routes::threads::get,
+        routes::threads::append,
+        routes::threads::payload,
+        routes::threads::prompt,
+        routes::threads::turn,
         routes::reference::ingest_document,
         routes::reference::delete_document,
         routes::users::forget_user,
@@ -153,6 +181,7 @@ impl AppState {
         (name = "memories", description = "Add, read, change, delete and list memories"),
         (name = "search", description = "Hybrid retrieval"),
         (name = "context", description = "Memory blocks for prompts"),
+        (name = "threads", description = "Threads, prompts and turns of the agent loop"),
         (name = "reference", description = "Reference documents (admin)"),
         (name = "users", description = "Per-user data"),
         (name = "evaluation", description = "Retrieval evaluations (admin)"),
@@ -222,6 +251,15 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/v1/search", post(routes::search::search))
         .route("/v1/context", post(routes::context::context))
+        .route("/v1/threads", post(routes::threads::create))
+        .route("/v1/threads/{id}", get(routes::threads::get))
+        .route("/v1/threads/{id}/messages", post(routes::threads::append))
+        .route(
+            "/v1/threads/{id}/payloads/{payload_id}",
+            get(routes::threads::payload),
+        )
+        .route("/v1/threads/{id}/prompt", post(routes::threads::prompt))
+        .route("/v1/threads/{id}/turns", post(routes::threads::turn))
         .route("/v1/evals", post(routes::evals::start))
         .route("/v1/evals/{id}", get(routes::evals::get))
         .route(

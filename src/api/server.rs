@@ -308,6 +308,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             config.global.data_dir.join("evals"),
         ));
     let shutting_down = state.shutting_down.clone();
+    let compactor = state.agent.spawn_compactor();
+    let agent = state.agent.clone();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -351,6 +353,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let force = force_on_second_signal();
     optimizer.abort();
     jobs.abort();
+    compactor.abort();
+    // Extraction in flight finishes before the store closes.
+    agent.wait_idle().await;
     engine.shutdown().await?;
     force.abort();
     tracing::info!("stopped: indexes committed, store checkpointed");

@@ -6,6 +6,7 @@ pub mod chunk;
 pub mod memory;
 pub mod ranking;
 pub mod scope;
+pub mod thread;
 
 pub use memory::{Kind, Memory, MemoryPatch, NewMemory, Source, Status, Tier};
 pub use ranking::{FusionMethod, Hit, ScoreBreakdown};

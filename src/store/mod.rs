@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::thread::{Message, NewMessage, Payload, Summary, Thread};
 use crate::domain::{Kind, Memory, Status, Tier};
 use crate::error::Result;
 use crate::lifecycle::SweepStep;
@@ -306,6 +307,79 @@ pub trait MemoryStore: Send + Sync {
     async fn user_footprint(&self, tenant_id: &str, user_id: &str) -> Result<UserFootprint>;
     /// When the user's last erasure completed, if any.
     async fn last_erasure(&self, tenant_id: &str, user_id: &str) -> Result<Option<DateTime<Utc>>>;
+
+    // ----- threads (the agent loop) -------------------------------------
+    //
+    // Messages are written whole in one statement, so a stored message is a
+    // complete one. Extraction state only moves forward (pending → running →
+    // done; a failed run puts its claim back to pending), which is what makes
+    // `compact_thread`'s check race-free: a message it sees complete stays so.
+
+    /// Stores a new thread. A duplicate id is a `Conflict`.
+    async fn insert_thread(&self, thread: &Thread) -> Result<()>;
+    /// A thread of the tenant (whichever user; the caller checks access).
+    async fn get_thread(&self, tenant_id: &str, id: Uuid) -> Result<Option<Thread>>;
+    /// Stores a message, its tool payload if any, and the thread's
+    /// `last_activity_at`, in one transaction. User messages start `pending`
+    /// extraction, the others `skipped`.
+    async fn append_message(
+        &self,
+        message: &NewMessage,
+        payload: Option<&Payload>,
+    ) -> Result<Message>;
+    /// A thread's messages, oldest first; only the uncompacted ones (the
+    /// working memory) when `uncompacted_only`.
+    async fn thread_messages(
+        &self,
+        thread_id: Uuid,
+        uncompacted_only: bool,
+    ) -> Result<Vec<Message>>;
+    async fn get_payload(&self, thread_id: Uuid, id: Uuid) -> Result<Option<serde_json::Value>>;
+    /// Takes the thread's turn lease until `until` if it is free or expired.
+    /// `false` = another turn is running.
+    async fn acquire_turn(
+        &self,
+        thread_id: Uuid,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Releases the turn lease if `holder` holds it.
+    async fn release_turn(&self, thread_id: Uuid, holder: &str) -> Result<()>;
+    /// Atomically claims the thread's messages waiting for extraction
+    /// (`pending`, or `running` with an expired claim) until `until`, and
+    /// returns them oldest first. Two concurrent claims never share a message.
+    async fn claim_extraction(
+        &self,
+        thread_id: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<Message>>;
+    /// Ends a claim: `done`, or back to `pending` (the run failed).
+    async fn finish_extraction(&self, seqs: &[i64], done: bool) -> Result<()>;
+    /// In one transaction: replaces the summary (if the thread's
+    /// `summary_upto_seq` is still `from_seq`) and marks the messages in
+    /// `(from_seq, upto_seq]` compacted — only if every one of them has
+    /// finished extraction and none is compacted. `false` = nothing written
+    /// (a concurrent compaction, or a message still waiting for extraction).
+    async fn compact_thread(
+        &self,
+        thread_id: Uuid,
+        from_seq: i64,
+        upto_seq: i64,
+        summary: &Summary,
+        at: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Threads idle since `idle_before`, not compacted since `cooled_before`,
+    /// with more than `keep` uncompacted messages, as (tenant, thread id): the
+    /// idle compaction's work.
+    async fn idle_threads(
+        &self,
+        idle_before: DateTime<Utc>,
+        cooled_before: DateTime<Utc>,
+        keep: usize,
+        limit: usize,
+    ) -> Result<Vec<(String, Uuid)>>;
 }
 
 /// A memory as the weekly cleanup sees it.
@@ -345,6 +419,9 @@ pub struct ErasedRows {
     pub candidates: u64,
     pub audit_events: u64,
     pub cached_embeddings: u64,
+    pub threads: u64,
+    /// Messages, with their tool payloads.
+    pub messages: u64,
 }
 
 /// Rows of a user left in the store.
@@ -352,6 +429,8 @@ pub struct ErasedRows {
 pub struct UserFootprint {
     pub memories: u64,
     pub audit_events: u64,
+    pub threads: u64,
+    pub messages: u64,
     pub pending_erasures: u64,
 }
 

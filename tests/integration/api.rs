@@ -19,33 +19,43 @@ use tower::ServiceExt;
 
 use crate::common::*;
 
-struct Api {
-    app: Router,
-    engine: Engine,
+pub(crate) struct Api {
+    pub(crate) app: Router,
+    pub(crate) engine: Engine,
     /// Tenant `acme`.
-    admin: String,
-    agent: String,
+    pub(crate) admin: String,
+    pub(crate) agent: String,
     /// Bound to user `ann` in `acme`.
-    ann: String,
+    pub(crate) ann: String,
     /// An agent of tenant `globex`.
-    globex: String,
+    pub(crate) globex: String,
     _dir: tempfile::TempDir,
 }
 
-async fn key(engine: &Engine, tenant: &str, user: Option<&str>, role: Role) -> String {
+pub(crate) async fn key(engine: &Engine, tenant: &str, user: Option<&str>, role: Role) -> String {
     mnemo::keys::create(engine.store().as_ref(), tenant, user, role, t0())
         .await
         .unwrap()
         .1
 }
 
-async fn api_with(policy: Policy, mode: AuthMode, limits: Option<HttpLimits>) -> Api {
+pub(crate) async fn api_with(policy: Policy, mode: AuthMode, limits: Option<HttpLimits>) -> Api {
+    api_with_state(policy, mode, |state| match limits {
+        Some(l) => state.with_limits(l),
+        None => state,
+    })
+    .await
+}
+
+/// An API whose state `adjust` may change (a chat model, limits).
+pub(crate) async fn api_with_state(
+    policy: Policy,
+    mode: AuthMode,
+    adjust: impl FnOnce(AppState) -> AppState,
+) -> Api {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), Arc::new(manual()), policy).await;
-    let mut state = AppState::new(engine.clone(), mode);
-    if let Some(l) = limits {
-        state = state.with_limits(l);
-    }
+    let state = adjust(AppState::new(engine.clone(), mode));
     Api {
         app: app(state),
         admin: key(&engine, "acme", None, Role::Admin).await,
@@ -57,18 +67,18 @@ async fn api_with(policy: Policy, mode: AuthMode, limits: Option<HttpLimits>) ->
     }
 }
 
-async fn api() -> Api {
+pub(crate) async fn api() -> Api {
     api_with(Policy::default(), AuthMode::Keys, None).await
 }
 
-struct Reply {
-    status: StatusCode,
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
     headers: HeaderMap,
-    body: Value,
+    pub(crate) body: Value,
 }
 
 impl Reply {
-    fn code(&self) -> &str {
+    pub(crate) fn code(&self) -> &str {
         self.body["error"]["code"].as_str().unwrap_or("")
     }
     fn field(&self) -> &str {
@@ -76,7 +86,7 @@ impl Reply {
     }
 }
 
-async fn send(app: &Router, req: Request<Body>) -> Reply {
+pub(crate) async fn send(app: &Router, req: Request<Body>) -> Reply {
     let res = app.clone().oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
@@ -90,7 +100,7 @@ async fn send(app: &Router, req: Request<Body>) -> Reply {
     }
 }
 
-async fn call(
+pub(crate) async fn call(
     app: &Router,
     method: Method,
     uri: &str,
@@ -129,7 +139,7 @@ async fn add(api: &Api, key: &str, body: Value) -> String {
     r.body["ids"][0].as_str().unwrap().to_string()
 }
 
-fn assert_error(r: &Reply, status: StatusCode, code: &str) {
+pub(crate) fn assert_error(r: &Reply, status: StatusCode, code: &str) {
     assert_eq!(r.status, status, "{}", r.body);
     assert_eq!(r.code(), code, "{}", r.body);
     assert!(r.body["error"]["message"].as_str().is_some(), "{}", r.body);
@@ -1200,6 +1210,12 @@ async fn openapi_documents_every_route() {
         ("delete", "/v1/reference/documents/{id}"),
         ("delete", "/v1/users/{user_id}"),
         ("get", "/v1/users/{user_id}/erasure"),
+        ("post", "/v1/threads"),
+        ("get", "/v1/threads/{id}"),
+        ("post", "/v1/threads/{id}/messages"),
+        ("get", "/v1/threads/{id}/payloads/{payload_id}"),
+        ("post", "/v1/threads/{id}/prompt"),
+        ("post", "/v1/threads/{id}/turns"),
         ("post", "/v1/evals"),
         ("get", "/v1/evals/{id}"),
         ("get", "/healthz"),

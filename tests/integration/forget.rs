@@ -6,6 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use mnemo::agent::threads::{AppendMessage, CreateThread, ToolResult};
+use mnemo::agent::Agent;
+use mnemo::domain::thread::MessageRole;
 use mnemo::domain::{MemoryPatch, NewMemory, Scope, Status, Tier};
 use mnemo::service::{Actor, SearchRequest};
 use mnemo::store::ListQuery;
@@ -61,6 +64,37 @@ async fn populate(engine: &mnemo::Engine, actor: &Actor, user: &str, marker: &st
         .update(actor, added[4].id, patch, true)
         .await
         .unwrap();
+    // A thread with a goal, a message and a tool result with its payload.
+    let agent = Agent::new(engine.clone(), None);
+    let thread = agent
+        .create_thread(
+            actor,
+            CreateThread {
+                user_id: Some(user.to_string()),
+                goal: Some(format!("goal {marker}goal")),
+            },
+        )
+        .await
+        .unwrap();
+    let message = AppendMessage {
+        role: MessageRole::User,
+        content: format!("hello {marker}msg"),
+        tool: None,
+    };
+    agent.append(actor, thread.id, message).await.unwrap();
+    let tool = AppendMessage {
+        role: MessageRole::Tool,
+        content: String::new(),
+        tool: Some(ToolResult {
+            name: "search".into(),
+            status: "ok".into(),
+            summary: Some(format!("found {marker}tool")),
+            payload: Some(serde_json::json!({"raw": format!("{marker}payload")})),
+            ..Default::default()
+        }),
+    };
+    agent.append(actor, thread.id, tool).await.unwrap();
+    agent.wait_idle().await;
     added.len()
 }
 
@@ -98,6 +132,9 @@ async fn forget_erases_every_store_and_spares_others() {
     // active or pending ones were indexed: 6 - 1 deleted
     assert_eq!(receipt.erased.lexical_docs, 5);
     assert_eq!(receipt.erased.vectors, 5);
+    assert_eq!(receipt.erased.threads, 1);
+    // Two messages and the tool result's payload.
+    assert_eq!(receipt.erased.messages, 3);
 
     // (1) every API returns nothing for Alice.
     let verification = engine.verify_erasure(&admin, "alice").await.unwrap();
@@ -134,6 +171,7 @@ async fn forget_erases_every_store_and_spares_others() {
     // (3) Bob and the shared reference memory are untouched.
     let bob = engine.verify_erasure(&admin, "bob").await.unwrap();
     assert_eq!((bob.memories, bob.lexical_docs, bob.vectors), (6, 5, 5));
+    assert_eq!((bob.threads, bob.messages), (1, 3));
     let hits = engine
         .search(SearchRequest::new(Scope::user("bob"), "tea"))
         .await
@@ -141,6 +179,12 @@ async fn forget_erases_every_store_and_spares_others() {
         .hits;
     assert!(hits.iter().any(|h| h.memory.text.contains("zqxboblt1")));
     assert!(!files_containing(dir.path(), "zqxbob").is_empty());
+    for part in ["goal", "msg", "tool", "payload"] {
+        assert!(
+            !files_containing(dir.path(), &format!("zqxbob{part}")).is_empty(),
+            "bob's thread {part} is still stored"
+        );
+    }
     assert!(!files_containing(dir.path(), "zqxshared").is_empty());
     let bob_deleted = engine
         .list(

@@ -15,3 +15,4 @@ mod isolation;
 mod lifecycle;
 mod ranking;
 mod real_embedder;
+mod threads;

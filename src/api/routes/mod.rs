@@ -10,4 +10,5 @@ pub mod ops;
 pub mod reference;
 pub mod review;
 pub mod search;
+pub mod threads;
 pub mod users;
