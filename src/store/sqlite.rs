@@ -13,6 +13,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 use uuid::Uuid;
 
+use super::tables::{ColumnType, Table, Value};
 use super::{
     text_hash, user_hash, ApiKey, AuditAction, AuditEvent, CleanupRow, ErasedRows, HeatUpdate,
     JobState, ListQuery, MemoryStore, Role, StoreStats, UserFootprint,
@@ -36,7 +37,7 @@ pub(crate) fn from_ms(v: i64) -> DateTime<Utc> {
 
 /// A unique-key violation means the row already exists: a `Conflict` for the
 /// caller, not a store failure.
-fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error {
+pub(super) fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error {
     match &e {
         sqlx::Error::Database(db) if db.is_unique_violation() => {
             Error::Conflict(format!("{} already exists", what()))
@@ -45,7 +46,7 @@ fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error
     }
 }
 
-fn parse_uuid(s: &str) -> Result<Uuid> {
+pub(super) fn parse_uuid(s: &str) -> Result<Uuid> {
     Uuid::parse_str(s).map_err(|e| Error::internal(format!("corrupt id `{s}` in store: {e}")))
 }
 
@@ -90,7 +91,7 @@ impl SqliteStore {
     }
 }
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, tenant_id, tier, user_id, thread_id, kind, text, importance, confidence, status, \
     created_at, updated_at, last_accessed_at, access_count, expires_at, source, metadata, \
     embedding_model, version, supersedes, superseded_by";
@@ -893,6 +894,90 @@ impl MemoryStore for SqliteStore {
         .fetch_one(&self.pool)
         .await?;
         Ok(at.map(from_ms))
+    }
+
+    // ----- copying between backends -------------------------------------
+
+    async fn export_rows(
+        &self,
+        table: &Table,
+        after: Option<&[Value]>,
+        limit: usize,
+    ) -> Result<Vec<Vec<Value>>> {
+        let sql = table.select_sql("", after.is_some(), limit);
+        let mut query = sqlx::query(&sql);
+        for (v, t) in after.unwrap_or_default().iter().zip(table.key_types()) {
+            query = bind_value(query, v, t);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                table
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, t))| {
+                        Ok(match t {
+                            ColumnType::Text | ColumnType::Json => {
+                                row.try_get::<Option<String>, _>(i)?.map(Value::Text)
+                            }
+                            ColumnType::Int => row.try_get::<Option<i64>, _>(i)?.map(Value::Int),
+                            ColumnType::Real => row.try_get::<Option<f64>, _>(i)?.map(Value::Real),
+                            ColumnType::Bytes => {
+                                row.try_get::<Option<Vec<u8>>, _>(i)?.map(Value::Bytes)
+                            }
+                        }
+                        .unwrap_or(Value::Null))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn import_rows(&self, table: &Table, rows: &[Vec<Value>]) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let mut inserted = 0;
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+            table.name,
+            table.column_names(),
+            (1..=table.columns.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for row in rows {
+            let mut query = sqlx::query(&sql);
+            for (v, (_, t)) in row.iter().zip(table.columns) {
+                query = bind_value(query, v, *t);
+            }
+            inserted += query.execute(&mut *tx).await?.rows_affected();
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn count_rows(&self, table: &Table) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {}", table.name))
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n as u64)
+    }
+}
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
+
+/// Binds a copied cell; a NULL is bound with its column's type.
+fn bind_value<'q>(query: SqliteQuery<'q>, v: &Value, t: ColumnType) -> SqliteQuery<'q> {
+    match (v, t) {
+        (Value::Text(s), _) => query.bind(s.clone()),
+        (Value::Int(n), _) => query.bind(*n),
+        (Value::Real(x), _) => query.bind(*x),
+        (Value::Bytes(b), _) => query.bind(b.clone()),
+        (Value::Null, ColumnType::Int) => query.bind(None::<i64>),
+        (Value::Null, ColumnType::Real) => query.bind(None::<f64>),
+        (Value::Null, ColumnType::Bytes) => query.bind(None::<Vec<u8>>),
+        (Value::Null, _) => query.bind(None::<String>),
     }
 }
 
