@@ -14,7 +14,9 @@
 //! 3. delete the user's rows from the store in one transaction — memories in
 //!    every status (pending candidates included), audit events with their
 //!    before/after text, embedding-cache entries of their texts — with
-//!    `secure_delete` zeroing the freed pages, then checkpoint the WAL;
+//!    `secure_delete` zeroing the freed pages, then checkpoint the WAL
+//!    (SQLite), or `VACUUM` the touched tables (PostgreSQL, see
+//!    `store/postgres.rs` for what that does and does not remove);
 //! 4. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
 //!

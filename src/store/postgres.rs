@@ -175,7 +175,8 @@ async fn insert_events(
         .bind(&e.after_text)
         .bind(&e.details)
         .execute(&mut **tx)
-        .await?;
+        .await
+        .map_err(|e| refuse_nul(e).unwrap_or_else(Error::Store))?;
     }
     Ok(())
 }
@@ -213,7 +214,7 @@ async fn insert_memories(
             .bind(text_hash(&m.text))
             .execute(&mut **tx)
             .await
-            .map_err(|e| conflict_if_duplicate(e, || format!("memory {}", m.id)))?;
+            .map_err(|e| refuse_nul(e).unwrap_or_else(|e| conflict_if_duplicate(e, || format!("memory {}", m.id))))?;
     }
     Ok(())
 }
@@ -254,7 +255,8 @@ async fn update_memories(
             .bind(m.id.to_string())
             .bind(expected)
             .execute(&mut **tx)
-            .await?;
+            .await
+            .map_err(|e| refuse_nul(e).unwrap_or_else(Error::Store))?;
         if done.rows_affected() != 1 {
             return Err(Error::Conflict(format!(
                 "memory {} changed concurrently (expected version {expected}); read it again",
@@ -263,6 +265,20 @@ async fn update_memories(
         }
     }
     Ok(())
+}
+
+/// PostgreSQL cannot store U+0000 in text or in a JSONB string (SQLite
+/// can). Memory text is validated against it at the edge; a `\u0000` left in
+/// metadata or details is the caller's error, not the store's.
+fn refuse_nul(e: sqlx::Error) -> std::result::Result<Error, sqlx::Error> {
+    match &e {
+        sqlx::Error::Database(db) if db.code().as_deref() == Some("22P05") => Ok(Error::Invalid {
+            field: "metadata",
+            message: "PostgreSQL cannot store the character U+0000 (\\u0000) in a JSON string"
+                .into(),
+        }),
+        _ => Err(e),
+    }
 }
 
 fn json_value<T: serde::Serialize>(v: &T) -> Result<serde_json::Value> {
