@@ -4,6 +4,7 @@
 //! where embeddings are not what is being tested; `real_embedder` uses the
 //! ONNX model and fails loudly when its assets are missing.
 
+mod backends;
 mod common;
 
 mod api;
@@ -13,5 +14,8 @@ mod eval;
 mod forget;
 mod isolation;
 mod lifecycle;
+mod migrate;
+mod postgres_engine;
 mod ranking;
 mod real_embedder;
+mod store_contract;
