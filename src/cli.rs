@@ -101,10 +101,14 @@ impl GlobalArgs {
             policy: self.policy()?,
             assets_dir: self.assets_dir.clone(),
             database_url: self.database_url.clone(),
-            db_pool_size: self
-                .db_pool_size
-                .unwrap_or(crate::store::postgres::DEFAULT_POOL_SIZE),
+            db_pool_size: self.db_pool_size(),
         })
+    }
+
+    /// PostgreSQL connections per node, defaulted.
+    pub fn db_pool_size(&self) -> u32 {
+        self.db_pool_size
+            .unwrap_or(crate::store::postgres::DEFAULT_POOL_SIZE)
     }
 }
 
@@ -648,7 +652,8 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
         None => ConfigFile::default(),
     };
     let g = layered_globals(g, &file);
-    let store = open::open_store(&g.engine_config()?).await?;
+    let store =
+        open::open_store_at(&g.data_dir, g.database_url.as_deref(), g.db_pool_size()).await?;
     let store = store.as_ref();
     let now = chrono::Utc::now();
     match cmd {
@@ -736,9 +741,7 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
         Some(v) => Some(PathBuf::from(v)),
         None => None,
     };
-    let pool_size = g
-        .db_pool_size
-        .unwrap_or(crate::store::postgres::DEFAULT_POOL_SIZE);
+    let pool_size = g.db_pool_size();
     let source = from.open(pool_size).await.context("opening --from")?;
     let target = to.open(pool_size).await.context("opening --to")?;
     let started = std::time::Instant::now();

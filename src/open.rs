@@ -81,10 +81,24 @@ impl StoreUrl {
 /// Opens the configured store: PostgreSQL for a `postgres://` URL, SQLite in
 /// the data directory without one.
 pub async fn open_store(config: &EngineConfig) -> Result<Arc<dyn MemoryStore>> {
-    match &config.database_url {
-        Some(url) => StoreUrl::parse(url)?.open(config.db_pool_size).await,
+    open_store_at(
+        &config.data_dir,
+        config.database_url.as_deref(),
+        config.db_pool_size,
+    )
+    .await
+}
+
+/// As [`open_store`], from the parts (commands that need no policy).
+pub async fn open_store_at(
+    data_dir: &std::path::Path,
+    database_url: Option<&str>,
+    db_pool_size: u32,
+) -> Result<Arc<dyn MemoryStore>> {
+    match database_url {
+        Some(url) => StoreUrl::parse(url)?.open(db_pool_size).await,
         None => Ok(Arc::new(
-            SqliteStore::open(&DataDir(config.data_dir.clone()).database()).await?,
+            SqliteStore::open(&DataDir(data_dir.to_path_buf()).database()).await?,
         )),
     }
 }

@@ -313,9 +313,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     if auth == AuthMode::Keys && engine.store().count_active_api_keys().await? == 0 {
         tracing::warn!(
             "no API keys exist yet: every /v1 request will be refused with 401. Create one with \
-             `mnemo keys create --data-dir {} --tenant default --role admin` (it prints the secret once), \
+             `mnemo keys create {} --tenant default --role admin` (it prints the secret once), \
              or run `mnemo serve --insecure-dev` on a development machine",
-            config.global.data_dir.display()
+            match &config.global.database_url {
+                Some(_) => "--database-url <the same URL>".to_string(),
+                None => format!("--data-dir {}", config.global.data_dir.display()),
+            }
         );
     }
     let mut limits = HttpLimits::from_policy(engine.policy());

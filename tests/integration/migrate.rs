@@ -232,14 +232,37 @@ async fn the_migrate_command_copies_verifies_and_refuses_what_it_cannot_do() {
     let out = mnemo(&["migrate", "--from", &from, "--to", &to]);
     assert!(!out.status.success(), "a non-empty target is refused");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
-    let out = mnemo(&["migrate", "--from", &from, "--to", &to, "--resume"]);
-    assert!(out.status.success());
+    // Resuming copies nothing again; --vectors-to DIR builds a node's
+    // indexes from the target (the real model: the source's cache was
+    // written by the hashing embedder, so these 30 are embedded here).
+    let node = tempfile::tempdir().unwrap();
+    let node_dir = node.path().join("node1");
+    let out = mnemo(&[
+        "migrate",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--resume",
+        "--vectors-to",
+        node_dir.to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = stdout.lines().find(|l| l.starts_with("memories")).unwrap();
     assert_eq!(
         line.split_whitespace().collect::<Vec<_>>(),
         ["memories", "30", "30", "0", "ok"]
     );
+    assert!(
+        stdout.contains("30 vectors, 30 lexical documents for 30 indexed memories"),
+        "{stdout}"
+    );
+    assert!(node_dir.join("vectors").is_dir() && node_dir.join("lexical").is_dir());
 
     // A count that differs fails the run: the target got a row the source lacks.
     let target = schema.connect().await;
