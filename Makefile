@@ -17,10 +17,12 @@ run:
 setup:
 	$(CARGO) run --quiet -- setup
 
+# Starts PostgreSQL for the store tests (scripts/test-postgres.sh; installs it
+# when missing) unless MNEMO_TEST_DATABASE_URL points at one already.
 ## The whole suite: unit, integration (real stores, indexes, embeddings), doctests.
 test: setup
-	$(CARGO) test --all-targets
-	$(CARGO) test --doc
+	url="$$(scripts/test-postgres.sh)" && export MNEMO_TEST_DATABASE_URL="$$url" && \
+	  $(CARGO) test --all-targets && $(CARGO) test --doc
 
 ## Unit tests only (pure logic, no assets needed).
 test-fast:

@@ -38,6 +38,14 @@ pub struct GlobalArgs {
         global = true
     )]
     pub assets_dir: PathBuf,
+    /// The store: `postgres://user:password@host:port/database` for
+    /// PostgreSQL (several nodes may share it); SQLite in the data directory
+    /// when absent.
+    #[arg(long, env = "MNEMO_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// PostgreSQL connections per node [default: 10].
+    #[arg(long, env = "MNEMO_DB_POOL_SIZE", global = true)]
+    pub db_pool_size: Option<u32>,
     /// Which of the defaulted paths were given (flag or environment), so that
     /// a `serve --config` file may set the others.
     #[arg(skip)]
@@ -92,7 +100,15 @@ impl GlobalArgs {
             data_dir: self.data_dir.clone(),
             policy: self.policy()?,
             assets_dir: self.assets_dir.clone(),
+            database_url: self.database_url.clone(),
+            db_pool_size: self.db_pool_size(),
         })
+    }
+
+    /// PostgreSQL connections per node, defaulted.
+    pub fn db_pool_size(&self) -> u32 {
+        self.db_pool_size
+            .unwrap_or(crate::store::postgres::DEFAULT_POOL_SIZE)
     }
 }
 
@@ -147,6 +163,31 @@ pub enum Command {
     /// Create, list and revoke API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Copy a store into another, e.g. an embedded deployment's SQLite into
+    /// PostgreSQL; resumable, verified by a count per table at the end.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MigrateArgs {
+    /// The source store: sqlite://PATH (stop the service writing to it first).
+    #[arg(long)]
+    pub from: String,
+    /// The target store: postgres://user:password@host:port/database.
+    #[arg(long)]
+    pub to: String,
+    /// Build the target's indexes from the copied store: a directory (a
+    /// node's embedded vector and lexical indexes), or http://… (a Qdrant
+    /// server). Cached embeddings are copied, so nothing is embedded again.
+    #[arg(long)]
+    pub vectors_to: Option<String>,
+    /// Continue an interrupted copy into a non-empty target (rows already
+    /// there are skipped).
+    #[arg(long)]
+    pub resume: bool,
+    /// Rows per batch.
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,6 +330,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(_) => unreachable!("handled above"),
         Command::Keys(k) => keys(&cli.global, k).await,
+        Command::Migrate(m) => migrate(&cli.global, m).await,
         Command::Setup { verify } => setup(&cli.global, verify),
         Command::Add(a) => add(&cli.global, a).await,
         Command::Search(s) => search(&cli.global, s).await,
@@ -559,8 +601,10 @@ async fn reindex(g: &GlobalArgs) -> anyhow::Result<()> {
     ensure_assets(g)?;
     let config = g.engine_config()?;
     let embedder = open::load_embedder(&config.assets_dir)?;
-    let (engine, _) = open::open_with(
+    let store = open::open_store(&config).await?;
+    let (engine, _) = open::open_with_store(
         &config.data_dir,
+        store,
         config.policy,
         embedder,
         std::sync::Arc::new(crate::clock::SystemClock),
@@ -598,7 +642,6 @@ async fn stats(g: &GlobalArgs) -> anyhow::Result<()> {
 
 async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
     use crate::api::server::{layered_globals, ConfigFile};
-    use crate::store::MemoryStore;
     let config = match &cmd {
         KeysCommand::Create { config, .. }
         | KeysCommand::List { config, .. }
@@ -609,15 +652,16 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
         None => ConfigFile::default(),
     };
     let g = layered_globals(g, &file);
-    let db = crate::service::DataDir(g.data_dir.clone()).database();
-    let store = crate::store::sqlite::SqliteStore::open(&db).await?;
+    let store =
+        open::open_store_at(&g.data_dir, g.database_url.as_deref(), g.db_pool_size()).await?;
+    let store = store.as_ref();
     let now = chrono::Utc::now();
     match cmd {
         KeysCommand::Create {
             tenant, user, role, ..
         } => {
             let (key, secret) =
-                crate::keys::create(&store, &tenant, user.as_deref(), role.into(), now).await?;
+                crate::keys::create(store, &tenant, user.as_deref(), role.into(), now).await?;
             eprintln!(
                 "created {} key {} for tenant `{}`{}; the secret below is shown only now:",
                 key.role.as_str(),
@@ -672,6 +716,112 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
         }
     }
     store.close().await?;
+    Ok(())
+}
+
+async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
+    use crate::migrate::{copy_store, CopyOptions};
+    use crate::open::StoreUrl;
+    let from = StoreUrl::parse(&m.from).context("--from")?;
+    let to = StoreUrl::parse(&m.to).context("--to")?;
+    if from == to {
+        bail!("--from and --to are the same store");
+    }
+    if let StoreUrl::Sqlite(path) = &from {
+        // Opening would create an empty database: a typo must not "succeed".
+        if !path.exists() {
+            bail!("--from: no SQLite database at {}", path.display());
+        }
+    }
+    let vectors_dir = match m.vectors_to.as_deref() {
+        Some(v) if v.starts_with("http://") || v.starts_with("https://") => bail!(
+            "--vectors-to {v}: the Qdrant server backend is not in this build; \
+             give a directory to build a node's embedded indexes instead, or omit --vectors-to"
+        ),
+        Some(v) => Some(PathBuf::from(v)),
+        None => None,
+    };
+    let pool_size = g.db_pool_size();
+    let source = from.open(pool_size).await.context("opening --from")?;
+    let target = to.open(pool_size).await.context("opening --to")?;
+    let started = std::time::Instant::now();
+    let pb = progress_bar(0, "copy");
+    pb.set_style(
+        ProgressStyle::with_template(
+            "copy {msg:<17} {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})",
+        )
+        .expect("valid template"),
+    );
+    let report = copy_store(
+        source.as_ref(),
+        target.as_ref(),
+        CopyOptions {
+            batch: m.batch,
+            resume: m.resume,
+        },
+        |p| {
+            pb.set_length(p.total);
+            pb.set_position(p.done);
+            pb.set_message(p.table.to_string());
+        },
+    )
+    .await?;
+    pb.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{:<18} {:>10} {:>10} {:>10}",
+        "table", "source", "target", "copied"
+    );
+    for t in &report.tables {
+        println!(
+            "{:<18} {:>10} {:>10} {:>10}  {}",
+            t.table,
+            t.source,
+            t.target,
+            t.copied,
+            if t.matches() { "ok" } else { "MISMATCH" }
+        );
+    }
+    println!(
+        "copied {} rows in {secs:.1} s",
+        report.tables.iter().map(|t| t.copied).sum::<u64>()
+    );
+    source.close().await?;
+    if !report.verified() {
+        target.close().await?;
+        bail!(
+            "the target's row counts differ from the source's (was the source written to during \
+             the copy, or did the target hold other data?)"
+        );
+    }
+    if let Some(dir) = vectors_dir {
+        ensure_assets(g)?;
+        let embedder = open::load_embedder(&g.assets_dir)?;
+        let started = std::time::Instant::now();
+        // Opening reconciles: every memory the store indexes is added to the
+        // (empty) indexes, its vector taken from the copied embedding cache.
+        let (engine, index) = open::open_with_store(
+            &dir,
+            target,
+            g.policy()?,
+            embedder,
+            std::sync::Arc::new(crate::clock::SystemClock),
+            false,
+        )
+        .await?;
+        let stats = engine.stats().await?;
+        println!(
+            "indexes in {}: {} vectors, {} lexical documents for {} indexed memories ({:.1} s)",
+            dir.display(),
+            stats.vector_points,
+            stats.lexical_docs,
+            index.store_indexed,
+            started.elapsed().as_secs_f64()
+        );
+        engine.shutdown().await?;
+    } else {
+        target.close().await?;
+    }
     Ok(())
 }
 

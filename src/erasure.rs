@@ -16,7 +16,10 @@
 //!    - the store deletes the user's rows in one transaction — memories in
 //!      every status (pending candidates included), audit events with their
 //!      before/after text, embedding-cache entries of their texts, threads
-//!      with their messages and tool payloads — with `secure_delete` zeroing the freed pages, then checkpoints the WAL;
+//!      with their messages and tool payloads — with `secure_delete` zeroing
+//!      the freed pages, then checkpoints the WAL (SQLite), or `VACUUM`s the
+//!      touched tables (PostgreSQL, see `store/postgres.rs` for what that does
+//!      and does not remove);
 //! 3. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
 //!

@@ -65,6 +65,7 @@ pub mod keys;
 pub mod lexical;
 pub mod lifecycle;
 pub mod llm;
+pub mod migrate;
 pub mod open;
 pub mod policy;
 pub mod service;

@@ -1,6 +1,6 @@
-//! Opening an engine on the embedded defaults: SQLite in the data directory,
-//! tantivy and qdrant-edge beside it, the ONNX embedder from the asset
-//! directory. Checks that the vector index was built by the configured model,
+//! Opening an engine on the embedded defaults: SQLite in the data directory
+//! (or PostgreSQL when a `postgres://` database URL is given), tantivy and
+//! qdrant-edge beside it, the ONNX embedder from the asset directory. Checks that the vector index was built by the configured model,
 //! then repairs any divergence between the store and the indexes.
 
 use std::path::PathBuf;
@@ -15,7 +15,9 @@ use crate::error::{Error, Result};
 use crate::lexical::tantivy::TantivyIndex;
 use crate::policy::Policy;
 use crate::service::{DataDir, Engine, IndexMeta, Parts, ReconcileReport};
+use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
+use crate::store::MemoryStore;
 use crate::vector::edge::EdgeVectorIndex;
 
 /// Where things are and how to run them.
@@ -24,6 +26,81 @@ pub struct EngineConfig {
     pub data_dir: PathBuf,
     pub policy: Policy,
     pub assets_dir: PathBuf,
+    /// `postgres://…` selects the PostgreSQL store; `None` = SQLite in `data_dir`.
+    pub database_url: Option<String>,
+    /// PostgreSQL connections per node.
+    pub db_pool_size: u32,
+}
+
+/// Where the store lives, parsed from `--database-url`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreUrl {
+    Postgres(String),
+    Sqlite(PathBuf),
+}
+
+impl StoreUrl {
+    /// `postgres://…` or `postgresql://…`, or `sqlite://PATH`.
+    pub fn parse(url: &str) -> Result<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(StoreUrl::Postgres(url.to_string()))
+        } else if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(Error::Config {
+                    key: "database_url".into(),
+                    message: "sqlite:// needs a file path, e.g. sqlite://./data/mnemo.db".into(),
+                });
+            }
+            Ok(StoreUrl::Sqlite(PathBuf::from(path)))
+        } else {
+            Err(Error::Config {
+                key: "database_url".into(),
+                message:
+                    "expected a postgres://user:password@host:port/database or sqlite://PATH URL"
+                        .into(),
+            })
+        }
+    }
+
+    /// The URL's backend, for logs (never the URL: it may hold a password).
+    pub fn backend(&self) -> &'static str {
+        match self {
+            StoreUrl::Postgres(_) => "postgres",
+            StoreUrl::Sqlite(_) => "sqlite",
+        }
+    }
+
+    pub async fn open(&self, pool_size: u32) -> Result<Arc<dyn MemoryStore>> {
+        Ok(match self {
+            StoreUrl::Postgres(url) => Arc::new(PgStore::open(url, pool_size).await?),
+            StoreUrl::Sqlite(path) => Arc::new(SqliteStore::open(path).await?),
+        })
+    }
+}
+
+/// Opens the configured store: PostgreSQL for a `postgres://` URL, SQLite in
+/// the data directory without one.
+pub async fn open_store(config: &EngineConfig) -> Result<Arc<dyn MemoryStore>> {
+    open_store_at(
+        &config.data_dir,
+        config.database_url.as_deref(),
+        config.db_pool_size,
+    )
+    .await
+}
+
+/// As [`open_store`], from the parts (commands that need no policy).
+pub async fn open_store_at(
+    data_dir: &std::path::Path,
+    database_url: Option<&str>,
+    db_pool_size: u32,
+) -> Result<Arc<dyn MemoryStore>> {
+    match database_url {
+        Some(url) => StoreUrl::parse(url)?.open(db_pool_size).await,
+        None => Ok(Arc::new(
+            SqliteStore::open(&DataDir(data_dir.to_path_buf()).database()).await?,
+        )),
+    }
 }
 
 /// Loads the production embedder from the asset directory.
@@ -39,6 +116,28 @@ pub fn load_embedder(assets_dir: &std::path::Path) -> Result<Arc<dyn Embedder>> 
 /// `allow_model_change` is set by `reindex`, which rebuilds the vectors anyway.
 pub async fn open_with(
     data_dir: &std::path::Path,
+    policy: Policy,
+    embedder: Arc<dyn Embedder>,
+    clock: SharedClock,
+    allow_model_change: bool,
+) -> Result<(Engine, ReconcileReport)> {
+    let store = SqliteStore::open(&DataDir(data_dir.to_path_buf()).database()).await?;
+    open_with_store(
+        data_dir,
+        Arc::new(store),
+        policy,
+        embedder,
+        clock,
+        allow_model_change,
+    )
+    .await
+}
+
+/// As [`open_with`], on a store opened by the caller (PostgreSQL, or any
+/// other backend); the indexes stay in `data_dir`.
+pub async fn open_with_store(
+    data_dir: &std::path::Path,
+    store: Arc<dyn MemoryStore>,
     policy: Policy,
     embedder: Arc<dyn Embedder>,
     clock: SharedClock,
@@ -74,7 +173,6 @@ pub async fn open_with(
         // Vectors of another model (maybe another dimension) cannot be kept.
         std::fs::remove_dir_all(dirs.vectors()).ok();
     }
-    let store = SqliteStore::open(&dirs.database()).await?;
     let lexical = TantivyIndex::open(
         &dirs.lexical(),
         Duration::from_millis(policy.indexing.commit_delay_ms),
@@ -82,7 +180,7 @@ pub async fn open_with(
     let vectors = EdgeVectorIndex::open(&dirs.vectors(), embedder.dim())?;
     meta.write(&dirs.index_meta())?;
     let engine = Engine::new(Parts {
-        store: Arc::new(store),
+        store,
         lexical: Arc::new(lexical),
         vectors: Arc::new(vectors),
         embedder,
@@ -98,12 +196,38 @@ pub async fn open_with(
 /// Opens the engine with the production embedder and the system clock.
 pub async fn open(config: &EngineConfig) -> Result<(Engine, ReconcileReport)> {
     let embedder = load_embedder(&config.assets_dir)?;
-    open_with(
+    let store = open_store(config).await?;
+    open_with_store(
         &config.data_dir,
+        store,
         config.policy.clone(),
         embedder,
         Arc::new(SystemClock),
         false,
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls_select_the_backend() {
+        assert_eq!(
+            StoreUrl::parse("postgres://u:p@h:5432/db").unwrap(),
+            StoreUrl::Postgres("postgres://u:p@h:5432/db".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("postgresql://h/db").unwrap().backend(),
+            "postgres"
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite://./data/mnemo.db").unwrap(),
+            StoreUrl::Sqlite("./data/mnemo.db".into())
+        );
+        for bad in ["sqlite://", "mysql://h/db", "./data/mnemo.db", ""] {
+            assert!(StoreUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
 }

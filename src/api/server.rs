@@ -83,6 +83,9 @@ pub struct ConfigFile {
     pub data_dir: Option<PathBuf>,
     pub policy: Option<PathBuf>,
     pub assets_dir: Option<PathBuf>,
+    /// `postgres://…`: the PostgreSQL store (see `--database-url`).
+    pub database_url: Option<String>,
+    pub db_pool_size: Option<u32>,
 }
 
 impl ConfigFile {
@@ -145,6 +148,12 @@ pub fn layered_globals(global: &GlobalArgs, file: &ConfigFile) -> GlobalArgs {
     if g.policy.is_none() {
         g.policy = file.policy.clone();
     }
+    if g.database_url.is_none() {
+        g.database_url = file.database_url.clone();
+    }
+    if g.db_pool_size.is_none() {
+        g.db_pool_size = file.db_pool_size;
+    }
     g
 }
 
@@ -203,6 +212,13 @@ impl ServeConfig {
             .shutdown_timeout_secs
             .or(file.shutdown_timeout_secs)
             .unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT_SECS);
+        let global = layered_globals(global, &file);
+        if let Some(url) = &global.database_url {
+            crate::open::StoreUrl::parse(url)?;
+        }
+        if global.db_pool_size == Some(0) {
+            return Err(config_err("db_pool_size", "must be at least 1"));
+        }
         Ok(ServeConfig {
             listen,
             insecure_dev,
@@ -210,7 +226,7 @@ impl ServeConfig {
             request_timeout: Duration::from_secs(request_timeout_secs),
             max_body_bytes,
             shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
-            global: layered_globals(global, &file),
+            global,
         })
     }
 }
@@ -279,6 +295,11 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let (engine, report) = crate::open::open(&config.global.engine_config()?).await?;
     tracing::info!(
         data_dir = %config.global.data_dir.display(),
+        store = config
+            .global
+            .database_url
+            .as_deref()
+            .map_or("sqlite", |u| crate::open::StoreUrl::parse(u).map_or("?", |s| s.backend())),
         memories_indexed = report.store_indexed,
         "engine open"
     );
@@ -292,9 +313,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     if auth == AuthMode::Keys && engine.store().count_active_api_keys().await? == 0 {
         tracing::warn!(
             "no API keys exist yet: every /v1 request will be refused with 401. Create one with \
-             `mnemo keys create --data-dir {} --tenant default --role admin` (it prints the secret once), \
+             `mnemo keys create {} --tenant default --role admin` (it prints the secret once), \
              or run `mnemo serve --insecure-dev` on a development machine",
-            config.global.data_dir.display()
+            match &config.global.database_url {
+                Some(_) => "--database-url <the same URL>".to_string(),
+                None => format!("--data-dir {}", config.global.data_dir.display()),
+            }
         );
     }
     let mut limits = HttpLimits::from_policy(engine.policy());
@@ -371,6 +395,8 @@ mod tests {
             data_dir: "./data".into(),
             policy: None,
             assets_dir: "./assets".into(),
+            database_url: None,
+            db_pool_size: None,
             explicit: Default::default(),
         }
     }
@@ -429,6 +455,38 @@ mod tests {
             ..Default::default()
         };
         assert!(ServeConfig::resolve_with(&args, &global(), ConfigFile::default()).is_err());
+    }
+
+    #[test]
+    fn the_database_url_layers_like_the_paths_and_is_validated() {
+        let file = ConfigFile::parse(
+            "database_url = \"postgres://m:m@db:5432/mnemo\"\ndb_pool_size = 20\n",
+        )
+        .unwrap();
+        let c = ServeConfig::resolve_with(&ServeArgs::default(), &global(), file).unwrap();
+        assert_eq!(
+            c.global.database_url.as_deref(),
+            Some("postgres://m:m@db:5432/mnemo")
+        );
+        assert_eq!(c.global.engine_config().unwrap().db_pool_size, 20);
+        // The flag (or MNEMO_DATABASE_URL) wins over the file.
+        let mut g = global();
+        g.database_url = Some("postgres://flag/db".into());
+        let file = ConfigFile::parse("database_url = \"postgres://file/db\"\n").unwrap();
+        let c = ServeConfig::resolve_with(&ServeArgs::default(), &g, file).unwrap();
+        assert_eq!(c.global.database_url.as_deref(), Some("postgres://flag/db"));
+        // Without one: SQLite in the data directory, default pool size.
+        let c = ServeConfig::resolve_with(&ServeArgs::default(), &global(), ConfigFile::default())
+            .unwrap();
+        let e = c.global.engine_config().unwrap();
+        assert_eq!((e.database_url, e.db_pool_size), (None, 10));
+        for bad in ["database_url = \"mysql://x/y\"", "db_pool_size = 0"] {
+            let file = ConfigFile::parse(bad).unwrap();
+            assert!(
+                ServeConfig::resolve_with(&ServeArgs::default(), &global(), file).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

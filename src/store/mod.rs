@@ -1,7 +1,8 @@
 //! The memory store: the source of truth. Every write commits here first; the
 //! search indexes are derived from it and can be rebuilt from it at any time.
 //!
-//! Contract, for every backend (SQLite now, PostgreSQL beside it later):
+//! Contract, for every backend (SQLite embedded, PostgreSQL for clusters; one
+//! contract test suite, `tests/integration/store_contract.rs`, runs on both):
 //! - `insert` and `update` are atomic with their audit events: all or nothing.
 //! - `update` is optimistic: it fails with `Conflict` when the stored version is
 //!   not the one the caller read, so concurrent writers never lose a change.
@@ -12,7 +13,9 @@
 //!
 //! The trait is async; backends use sqlx pools and are safe to share.
 
+pub mod postgres;
 pub mod sqlite;
+pub mod tables;
 
 use std::collections::HashMap;
 
@@ -25,6 +28,7 @@ use crate::domain::thread::{Message, NewMessage, Payload, Summary, Thread};
 use crate::domain::{Kind, Memory, Status, Tier};
 use crate::error::Result;
 use crate::lifecycle::SweepStep;
+use tables::{Table, Value};
 
 /// What happened to a memory, for its history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -380,6 +384,22 @@ pub trait MemoryStore: Send + Sync {
         keep: usize,
         limit: usize,
     ) -> Result<Vec<(String, Uuid)>>;
+    // ----- copying between backends (`mnemo migrate`) -------------------
+
+    /// Up to `limit` rows of `table`, in key order, after the row whose key
+    /// is `after` (see [`Table::key_of`]). Columns in [`Table::columns`] order.
+    async fn export_rows(
+        &self,
+        table: &Table,
+        after: Option<&[Value]>,
+        limit: usize,
+    ) -> Result<Vec<Vec<Value>>>;
+    /// Writes rows exactly as given, in one transaction, skipping every row
+    /// whose key (or another unique column) exists already: re-importing is
+    /// harmless. Keeps a generated key's counter past the imported keys.
+    /// Returns how many rows were new.
+    async fn import_rows(&self, table: &Table, rows: &[Vec<Value>]) -> Result<u64>;
+    async fn count_rows(&self, table: &Table) -> Result<u64>;
 }
 
 /// A memory as the weekly cleanup sees it.

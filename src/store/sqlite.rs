@@ -13,6 +13,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 use uuid::Uuid;
 
+use super::tables::{ColumnType, Table, Value};
 use super::{
     text_hash, user_hash, ApiKey, AuditAction, AuditEvent, CleanupRow, ErasedRows, HeatUpdate,
     JobState, ListQuery, MemoryStore, Role, StoreStats, UserFootprint,
@@ -39,7 +40,7 @@ pub(crate) fn from_ms(v: i64) -> DateTime<Utc> {
 
 /// A unique-key violation means the row already exists: a `Conflict` for the
 /// caller, not a store failure.
-fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error {
+pub(super) fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error {
     match &e {
         sqlx::Error::Database(db) if db.is_unique_violation() => {
             Error::Conflict(format!("{} already exists", what()))
@@ -48,7 +49,7 @@ fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error
     }
 }
 
-fn parse_uuid(s: &str) -> Result<Uuid> {
+pub(super) fn parse_uuid(s: &str) -> Result<Uuid> {
     Uuid::parse_str(s).map_err(|e| Error::internal(format!("corrupt id `{s}` in store: {e}")))
 }
 
@@ -98,7 +99,7 @@ impl SqliteStore {
     }
 }
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, tenant_id, tier, user_id, thread_id, kind, text, importance, confidence, status, \
     created_at, updated_at, last_accessed_at, access_count, expires_at, source, metadata, \
     embedding_model, version, supersedes, superseded_by";
@@ -171,14 +172,21 @@ fn row_to_api_key(row: &sqlx::sqlite::SqliteRow) -> Result<ApiKey> {
     })
 }
 
-const THREAD_COLUMNS: &str =
+pub(super) const THREAD_COLUMNS: &str =
     "id, tenant_id, user_id, goal, summary, summary_upto_seq, created_at, \
     updated_at, last_activity_at, last_compacted_at";
 
-const MESSAGE_COLUMNS: &str =
+pub(super) const MESSAGE_COLUMNS: &str =
     "seq, thread_id, tenant_id, user_id, role, content, tool, created_at, extraction_state, compacted";
 
-fn row_to_thread(row: &sqlx::sqlite::SqliteRow) -> Result<Thread> {
+/// Shared by both backends (the columns have the same types on each).
+pub(super) fn row_to_thread<R>(row: &R) -> Result<Thread>
+where
+    R: Row,
+    &'static str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     let summary: String = row.try_get("summary")?;
     Ok(Thread {
         id: parse_uuid(&row.try_get::<String, _>("id")?)?,
@@ -196,7 +204,13 @@ fn row_to_thread(row: &sqlx::sqlite::SqliteRow) -> Result<Thread> {
     })
 }
 
-fn row_to_message(row: &sqlx::sqlite::SqliteRow) -> Result<Message> {
+pub(super) fn row_to_message<R>(row: &R) -> Result<Message>
+where
+    R: Row,
+    &'static str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     let role: String = row.try_get("role")?;
     let state: String = row.try_get("extraction_state")?;
     let tool: Option<String> = row.try_get("tool")?;
@@ -350,7 +364,7 @@ async fn update_memories(
     Ok(())
 }
 
-fn json_text<T: serde::Serialize>(v: &T) -> Result<String> {
+pub(super) fn json_text<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(Error::internal)
 }
 
@@ -1262,6 +1276,90 @@ impl MemoryStore for SqliteStore {
         .iter()
         .map(|r| Ok((r.try_get(0)?, parse_uuid(&r.try_get::<String, _>(1)?)?)))
         .collect()
+    }
+
+    // ----- copying between backends -------------------------------------
+
+    async fn export_rows(
+        &self,
+        table: &Table,
+        after: Option<&[Value]>,
+        limit: usize,
+    ) -> Result<Vec<Vec<Value>>> {
+        let sql = table.select_sql("", after.is_some(), limit);
+        let mut query = sqlx::query(&sql);
+        for (v, t) in after.unwrap_or_default().iter().zip(table.key_types()) {
+            query = bind_value(query, v, t);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                table
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, t))| {
+                        Ok(match t {
+                            ColumnType::Text | ColumnType::Json => {
+                                row.try_get::<Option<String>, _>(i)?.map(Value::Text)
+                            }
+                            ColumnType::Int => row.try_get::<Option<i64>, _>(i)?.map(Value::Int),
+                            ColumnType::Real => row.try_get::<Option<f64>, _>(i)?.map(Value::Real),
+                            ColumnType::Bytes => {
+                                row.try_get::<Option<Vec<u8>>, _>(i)?.map(Value::Bytes)
+                            }
+                        }
+                        .unwrap_or(Value::Null))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn import_rows(&self, table: &Table, rows: &[Vec<Value>]) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let mut inserted = 0;
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+            table.name,
+            table.column_names(),
+            (1..=table.columns.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for row in rows {
+            let mut query = sqlx::query(&sql);
+            for (v, (_, t)) in row.iter().zip(table.columns) {
+                query = bind_value(query, v, *t);
+            }
+            inserted += query.execute(&mut *tx).await?.rows_affected();
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn count_rows(&self, table: &Table) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {}", table.name))
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n as u64)
+    }
+}
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
+
+/// Binds a copied cell; a NULL is bound with its column's type.
+fn bind_value<'q>(query: SqliteQuery<'q>, v: &Value, t: ColumnType) -> SqliteQuery<'q> {
+    match (v, t) {
+        (Value::Text(s), _) => query.bind(s.clone()),
+        (Value::Int(n), _) => query.bind(*n),
+        (Value::Real(x), _) => query.bind(*x),
+        (Value::Bytes(b), _) => query.bind(b.clone()),
+        (Value::Null, ColumnType::Int) => query.bind(None::<i64>),
+        (Value::Null, ColumnType::Real) => query.bind(None::<f64>),
+        (Value::Null, ColumnType::Bytes) => query.bind(None::<Vec<u8>>),
+        (Value::Null, _) => query.bind(None::<String>),
     }
 }
 

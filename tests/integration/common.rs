@@ -30,6 +30,37 @@ pub async fn engine_with(dir: &std::path::Path, clock: SharedClock, policy: Poli
     engine
 }
 
+/// An engine whose store is PostgreSQL (a fresh schema, dropped with the
+/// returned guard) and whose indexes are in `dir`, with the hashing embedder.
+pub async fn engine_on_postgres(
+    dir: &std::path::Path,
+    clock: SharedClock,
+) -> (Engine, crate::backends::PgSchema) {
+    let schema = crate::backends::PgSchema::create().await;
+    let engine = engine_on_schema(dir, clock, &schema).await;
+    (engine, schema)
+}
+
+/// Another node on an existing schema: its own connections and indexes.
+pub async fn engine_on_schema(
+    dir: &std::path::Path,
+    clock: SharedClock,
+    schema: &crate::backends::PgSchema,
+) -> Engine {
+    let store = Arc::new(schema.connect().await);
+    let (engine, _) = mnemo::open::open_with_store(
+        dir,
+        store,
+        Policy::default(),
+        Arc::new(HashingEmbedder::new(64)),
+        clock,
+        false,
+    )
+    .await
+    .expect("engine opens on PostgreSQL");
+    engine
+}
+
 pub fn manual() -> ManualClock {
     ManualClock::new(t0())
 }

@@ -85,6 +85,58 @@ async fn check(engine: &mnemo::Engine, model: &HashMap<Uuid, Model>) {
     }
 }
 
+/// Applies `ops`, checking the privacy property after each.
+async fn run_ops(engine: &mnemo::Engine, ops: Vec<Op>) {
+    let mut model: HashMap<Uuid, Model> = HashMap::new();
+    let mut ids: Vec<Uuid> = Vec::new();
+    for op in ops {
+        match op {
+            Op::Add {
+                tenant,
+                user,
+                words,
+            } => {
+                let added = engine
+                    .add(
+                        &actor(TENANTS[tenant]),
+                        vec![long_term(USERS[user], &text(&words))],
+                        true,
+                    )
+                    .await
+                    .unwrap();
+                model.insert(
+                    added[0].id,
+                    Model {
+                        tenant: TENANTS[tenant].into(),
+                        user: USERS[user].into(),
+                        deleted: false,
+                    },
+                );
+                ids.push(added[0].id);
+            }
+            Op::Update { pick, words } if !ids.is_empty() => {
+                let id = ids[pick % ids.len()];
+                let m = model[&id].clone();
+                let patch = MemoryPatch {
+                    text: Some(text(&words)),
+                    ..Default::default()
+                };
+                let r = engine.update(&actor(&m.tenant), id, patch, true).await;
+                // Updating a deleted memory is allowed (it stays deleted).
+                r.unwrap();
+            }
+            Op::Delete { pick } if !ids.is_empty() => {
+                let id = ids[pick % ids.len()];
+                let tenant = model[&id].tenant.clone();
+                engine.delete(&actor(&tenant), id).await.unwrap();
+                model.get_mut(&id).unwrap().deleted = true;
+            }
+            _ => {}
+        }
+        check(engine, &model).await;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
     #[test]
@@ -93,40 +145,19 @@ proptest! {
         rt.block_on(async {
             let dir = tempfile::tempdir().unwrap();
             let engine = engine_in(dir.path(), Arc::new(manual())).await;
-            let mut model: HashMap<Uuid, Model> = HashMap::new();
-            let mut ids: Vec<Uuid> = Vec::new();
-            for op in ops {
-                match op {
-                    Op::Add { tenant, user, words } => {
-                        let added = engine
-                            .add(&actor(TENANTS[tenant]), vec![long_term(USERS[user], &text(&words))], true)
-                            .await
-                            .unwrap();
-                        model.insert(added[0].id, Model {
-                            tenant: TENANTS[tenant].into(),
-                            user: USERS[user].into(),
-                            deleted: false,
-                        });
-                        ids.push(added[0].id);
-                    }
-                    Op::Update { pick, words } if !ids.is_empty() => {
-                        let id = ids[pick % ids.len()];
-                        let m = model[&id].clone();
-                        let patch = MemoryPatch { text: Some(text(&words)), ..Default::default() };
-                        let r = engine.update(&actor(&m.tenant), id, patch, true).await;
-                        // Updating a deleted memory is allowed (it stays deleted).
-                        r.unwrap();
-                    }
-                    Op::Delete { pick } if !ids.is_empty() => {
-                        let id = ids[pick % ids.len()];
-                        let tenant = model[&id].tenant.clone();
-                        engine.delete(&actor(&tenant), id).await.unwrap();
-                        model.get_mut(&id).unwrap().deleted = true;
-                    }
-                    _ => {}
-                }
-                check(&engine, &model).await;
-            }
+            run_ops(&engine, ops).await;
+        });
+    }
+
+    /// The same property with the PostgreSQL store.
+    #[test]
+    fn no_search_leaks_on_postgres(ops in prop::collection::vec(op(), 1..20)) {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let (engine, _schema) = engine_on_postgres(dir.path(), Arc::new(manual())).await;
+            run_ops(&engine, ops).await;
+            engine.shutdown().await.unwrap();
         });
     }
 }

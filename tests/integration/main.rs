@@ -1,9 +1,12 @@
 //! Integration tests, in one binary to save link time: a module per area.
 //! Every test runs on the real store and indexes (SQLite, tantivy,
-//! qdrant-edge) in temporary directories. The hashing embedder stands in only
+//! qdrant-edge) in temporary directories; the store contract suite and the
+//! `postgres_engine`, `migrate` and isolation tests also run on PostgreSQL
+//! (`MNEMO_TEST_DATABASE_URL`, a schema per test: see `backends.rs`). The hashing embedder stands in only
 //! where embeddings are not what is being tested; `real_embedder` uses the
 //! ONNX model and fails loudly when its assets are missing.
 
+mod backends;
 mod common;
 
 mod api;
@@ -13,6 +16,9 @@ mod eval;
 mod forget;
 mod isolation;
 mod lifecycle;
+mod migrate;
+mod postgres_engine;
 mod ranking;
 mod real_embedder;
+mod store_contract;
 mod threads;

@@ -1,0 +1,1379 @@
+//! The `MemoryStore` contract, one suite for every backend: each test below
+//! is a function over a [`Backend`], and `contract_tests!` instantiates it for
+//! SQLite (`store_contract::sqlite::…`) and PostgreSQL
+//! (`store_contract::postgres::…`). A behaviour that differs between the two
+//! fails one of them.
+
+use std::collections::HashSet;
+
+use chrono::Duration;
+use mnemo::domain::thread::{
+    ExtractionState, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
+};
+use mnemo::domain::{Kind, Memory, Source, Status, Tier};
+use mnemo::lifecycle::SweepStep;
+use mnemo::store::{
+    text_hash, ApiKey, AuditAction, AuditEvent, HeatUpdate, ListQuery, MemoryStore, Role,
+};
+use mnemo::Error;
+use uuid::Uuid;
+
+use crate::backends::Backend;
+use crate::common::t0;
+
+macro_rules! contract_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::backends::Backend::sqlite().await).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::backends::Backend::postgres().await).await;
+                }
+            )*
+        }
+    };
+}
+
+contract_tests!(
+    insert_then_get_round_trips_every_field,
+    a_failing_insert_writes_nothing,
+    update_is_optimistic_and_all_or_nothing,
+    an_importance_change_moves_the_base_importance,
+    list_filters_and_paginates,
+    history_lists_events_in_order,
+    indexed_versions_and_scan_cover_active_and_pending,
+    record_access_counts_without_a_version_change,
+    find_by_text_hash_is_scoped_to_the_owner,
+    stats_count_by_tier_and_status,
+    embedding_cache_round_trips_and_overwrites,
+    api_keys_insert_lookup_revoke,
+    write_is_one_transaction,
+    due_for_sweep_selects_by_state_and_time,
+    purge_deletes_only_soft_deleted_and_scrubs_audit_text,
+    write_heat_cools_without_a_version_change,
+    leases_exclude_renew_expire_and_release,
+    two_nodes_racing_for_a_lease_one_wins,
+    erase_user_leaves_nothing_and_spares_others,
+    export_and_import_rows_copy_a_store,
+    no_memory_lands_for_a_user_being_erased,
+    threads_messages_payloads_round_trip,
+    turn_leases_and_extraction_claims,
+    compaction_takes_only_extracted_messages,
+);
+
+fn memory(user: Option<&str>, tier: Tier, text: &str) -> Memory {
+    Memory::sample(tier, user, text, t0())
+}
+
+fn created(m: &Memory) -> AuditEvent {
+    let mut e = AuditEvent::for_memory(m, AuditAction::Create, "test", m.created_at);
+    e.after_text = Some(m.text.clone());
+    e
+}
+
+async fn insert(store: &dyn MemoryStore, memories: &[Memory]) {
+    let events: Vec<_> = memories.iter().map(created).collect();
+    store.insert(memories, &events).await.unwrap();
+}
+
+fn query(user: Option<&str>) -> ListQuery {
+    ListQuery {
+        tenant_id: "default".into(),
+        user_id: user.map(str::to_string),
+        limit: 1000,
+        ..Default::default()
+    }
+}
+
+async fn insert_then_get_round_trips_every_field(b: Backend) {
+    let s = b.store.as_ref();
+    let mut m = memory(Some("alice"), Tier::Working, "prefers green tea");
+    m.thread_id = Some("th-1".into());
+    m.kind = Kind::Preference;
+    m.importance = 0.75;
+    m.confidence = 0.25;
+    m.status = Status::Pending;
+    m.updated_at = t0() + Duration::milliseconds(1234);
+    m.last_accessed_at = Some(t0() + Duration::seconds(5));
+    m.access_count = 7;
+    m.expires_at = Some(t0() + Duration::days(3));
+    m.source = Source {
+        thread_id: Some("th-1".into()),
+        message_id: Some("msg-9".into()),
+        document_id: Some("doc-1".into()),
+        chunk_index: Some(4),
+    };
+    m.metadata.insert(
+        "lang".into(),
+        serde_json::json!({"code": "en", "n": [1, 2]}),
+    );
+    m.embedding_model = Some("model-x".into());
+    m.version = 3;
+    m.supersedes = Some(Uuid::now_v7());
+    m.superseded_by = Some(Uuid::now_v7());
+    let plain = memory(None, Tier::Reference, "opening hours: nine to five");
+    insert(s, &[m.clone(), plain.clone()]).await;
+
+    assert_eq!(s.get(m.id).await.unwrap(), Some(m.clone()));
+    assert_eq!(s.get(plain.id).await.unwrap(), Some(plain.clone()));
+    assert_eq!(s.get(Uuid::now_v7()).await.unwrap(), None);
+    let many = s.get_many(&[m.id, Uuid::now_v7(), plain.id]).await.unwrap();
+    assert_eq!(many.len(), 2);
+    assert_eq!(many[&m.id], m);
+    assert!(s.get_many(&[]).await.unwrap().is_empty());
+}
+
+async fn a_failing_insert_writes_nothing(b: Backend) {
+    let s = b.store.as_ref();
+    let first = memory(Some("alice"), Tier::LongTerm, "first");
+    insert(s, std::slice::from_ref(&first)).await;
+    // A new memory and a duplicate id in one batch: the batch fails whole.
+    let fresh = memory(Some("alice"), Tier::LongTerm, "fresh");
+    let dup = Memory {
+        text: "duplicate".into(),
+        ..first.clone()
+    };
+    let err = s
+        .insert(
+            &[fresh.clone(), dup.clone()],
+            &[created(&fresh), created(&dup)],
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    assert_eq!(s.get(fresh.id).await.unwrap(), None);
+    assert!(s.history(fresh.id).await.unwrap().is_empty());
+    assert_eq!(s.history(first.id).await.unwrap().len(), 1);
+    assert_eq!(s.get(first.id).await.unwrap().unwrap().text, "first");
+    // A constraint violation (reference memory with an owner) too.
+    let bad = Memory {
+        tier: Tier::Reference,
+        ..memory(Some("alice"), Tier::LongTerm, "bad")
+    };
+    let other = memory(Some("alice"), Tier::LongTerm, "other");
+    assert!(s
+        .insert(&[other.clone(), bad.clone()], &[created(&other)])
+        .await
+        .is_err());
+    assert_eq!(s.get(other.id).await.unwrap(), None);
+    assert_eq!(s.stats().await.unwrap().audit_events, 1);
+}
+
+async fn update_is_optimistic_and_all_or_nothing(b: Backend) {
+    let s = b.store.as_ref();
+    let a = memory(Some("u"), Tier::LongTerm, "a");
+    let c = memory(Some("u"), Tier::LongTerm, "c");
+    insert(s, &[a.clone(), c.clone()]).await;
+
+    let mut a2 = a.clone();
+    a2.text = "a, edited".into();
+    let mut ev = AuditEvent::for_memory(&a2, AuditAction::Update, "test", t0());
+    ev.before_text = Some("a".into());
+    ev.after_text = Some(a2.text.clone());
+    s.update(&[(a2.clone(), 1)], &[ev]).await.unwrap();
+    let stored = s.get(a.id).await.unwrap().unwrap();
+    assert_eq!(stored.version, 2);
+    assert_eq!(stored.text, "a, edited");
+    let dedup = s
+        .find_by_text_hash("default", Some("u"), &text_hash("a, edited"))
+        .await
+        .unwrap();
+    assert_eq!(dedup.len(), 1, "the text hash follows the text");
+
+    // A writer that read version 1 loses.
+    let mut stale = a.clone();
+    stale.text = "lost".into();
+    let err = s.update(&[(stale, 1)], &[]).await.unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+
+    // One stale change fails the batch: the good one is not applied either.
+    let mut c2 = c.clone();
+    c2.text = "c, edited".into();
+    let mut a3 = stored.clone();
+    a3.text = "a, third".into();
+    let ev = AuditEvent::for_memory(&c2, AuditAction::Update, "test", t0());
+    let err = s.update(&[(c2, 1), (a3, 1)], &[ev]).await.unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)));
+    assert_eq!(s.get(c.id).await.unwrap().unwrap().text, "c");
+    assert_eq!(s.get(c.id).await.unwrap().unwrap().version, 1);
+    assert_eq!(s.history(c.id).await.unwrap().len(), 1, "no event written");
+    assert_eq!(s.get(a.id).await.unwrap().unwrap().text, "a, edited");
+}
+
+async fn an_importance_change_moves_the_base_importance(b: Backend) {
+    let s = b.store.as_ref();
+    let m = memory(Some("u"), Tier::LongTerm, "base");
+    insert(s, std::slice::from_ref(&m)).await;
+    let base = |rows: Vec<mnemo::store::CleanupRow>| rows[0].base_importance;
+    assert_eq!(base(s.scan_for_cleanup(None, 10).await.unwrap()), 0.5);
+    s.write_heat(&[HeatUpdate {
+        id: m.id,
+        importance: 0.4,
+        base_importance: 0.9,
+        access_count: None,
+        cooled_at: t0(),
+    }])
+    .await
+    .unwrap();
+    let mut m2 = s.get(m.id).await.unwrap().unwrap();
+    assert_eq!(m2.importance, 0.4);
+    m2.importance = 0.6;
+    s.update(&[(m2.clone(), m2.version)], &[]).await.unwrap();
+    let got = base(s.scan_for_cleanup(None, 10).await.unwrap());
+    assert!((got - 1.1).abs() < 1e-5, "0.9 + (0.6 - 0.4), got {got}");
+    // Clamped to [0, 2].
+    let mut m3 = s.get(m.id).await.unwrap().unwrap();
+    m3.importance = 2.0;
+    s.update(&[(m3.clone(), m3.version)], &[]).await.unwrap();
+    assert_eq!(base(s.scan_for_cleanup(None, 10).await.unwrap()), 2.0);
+}
+
+async fn list_filters_and_paginates(b: Backend) {
+    let s = b.store.as_ref();
+    let mut all = Vec::new();
+    for i in 0..30 {
+        let user = if i % 3 == 0 { "bob" } else { "alice" };
+        let tier = if i % 5 == 0 {
+            Tier::Working
+        } else {
+            Tier::LongTerm
+        };
+        let mut m = memory(Some(user), tier, &format!("memory {i}"));
+        m.thread_id = (i % 2 == 0).then(|| "th-even".to_string());
+        m.kind = if i % 4 == 0 { Kind::Event } else { Kind::Fact };
+        m.status = if i % 7 == 0 {
+            Status::Deleted
+        } else {
+            Status::Active
+        };
+        m.source.document_id = (i % 6 == 0).then(|| "doc-6".to_string());
+        all.push(m);
+    }
+    let reference = memory(None, Tier::Reference, "shared");
+    let mut other_tenant = memory(Some("alice"), Tier::LongTerm, "elsewhere");
+    other_tenant.tenant_id = "other".into();
+    insert(s, &all).await;
+    insert(s, &[reference.clone(), other_tenant.clone()]).await;
+
+    let ids = |v: Vec<Memory>| v.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    let expect = |f: &dyn Fn(&Memory) -> bool| {
+        let mut v: Vec<Uuid> = all.iter().filter(|m| f(m)).map(|m| m.id).collect();
+        v.sort();
+        v
+    };
+    // Pagination: pages of 4 in id order cover alice exactly once.
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = s
+            .list(&ListQuery {
+                after,
+                limit: 4,
+                ..query(Some("alice"))
+            })
+            .await
+            .unwrap();
+        assert!(page.len() <= 4);
+        let Some(last) = page.last() else { break };
+        after = Some(last.id);
+        seen.extend(ids(page));
+    }
+    assert_eq!(seen, expect(&|m| m.user_id.as_deref() == Some("alice")));
+
+    let run = |q: ListQuery| async move { ids(s.list(&q).await.unwrap()) };
+    assert_eq!(
+        run(ListQuery {
+            tier: Some(Tier::Working),
+            ..query(Some("alice"))
+        })
+        .await,
+        expect(&|m| m.user_id.as_deref() == Some("alice") && m.tier == Tier::Working)
+    );
+    assert_eq!(
+        run(ListQuery {
+            status: Some(Status::Deleted),
+            ..query(Some("bob"))
+        })
+        .await,
+        expect(&|m| m.user_id.as_deref() == Some("bob") && m.status == Status::Deleted)
+    );
+    assert_eq!(
+        run(ListQuery {
+            thread_id: Some("th-even".into()),
+            kind: Some(Kind::Event),
+            ..query(Some("alice"))
+        })
+        .await,
+        expect(&|m| {
+            m.user_id.as_deref() == Some("alice") && m.thread_id.is_some() && m.kind == Kind::Event
+        })
+    );
+    assert_eq!(
+        run(ListQuery {
+            document_id: Some("doc-6".into()),
+            ..query(None)
+        })
+        .await,
+        expect(&|m| m.source.document_id.is_some())
+    );
+    // No user: every owner of the tenant (admin listing), reference included.
+    let tenant_wide = run(query(None)).await;
+    assert_eq!(tenant_wide.len(), all.len() + 1);
+    assert!(!tenant_wide.contains(&other_tenant.id));
+    // Reference tier without a user: reference memory only.
+    assert_eq!(
+        run(ListQuery {
+            tier: Some(Tier::Reference),
+            ..query(None)
+        })
+        .await,
+        vec![reference.id]
+    );
+    assert_eq!(
+        run(ListQuery {
+            tenant_id: "other".into(),
+            ..query(Some("alice"))
+        })
+        .await,
+        vec![other_tenant.id]
+    );
+    assert!(run(query(Some("nobody"))).await.is_empty());
+}
+
+async fn history_lists_events_in_order(b: Backend) {
+    let s = b.store.as_ref();
+    let m = memory(Some("u"), Tier::LongTerm, "v1");
+    insert(s, std::slice::from_ref(&m)).await;
+    let actions = [
+        AuditAction::Update,
+        AuditAction::Confirm,
+        AuditAction::Access,
+        AuditAction::Delete,
+        AuditAction::Restore,
+    ];
+    for (i, action) in actions.iter().enumerate() {
+        let mut e =
+            AuditEvent::for_memory(&m, *action, "actor", t0() + Duration::seconds(i as i64));
+        e.details = serde_json::json!({"step": i});
+        e.before_text = Some(format!("before {i}"));
+        s.update(&[], &[e]).await.unwrap();
+    }
+    let history = s.history(m.id).await.unwrap();
+    assert_eq!(history.len(), 6);
+    assert_eq!(history[0], created(&m));
+    for (i, (e, action)) in history[1..].iter().zip(actions).enumerate() {
+        assert_eq!(e.action, action);
+        assert_eq!(e.details, serde_json::json!({"step": i}));
+        assert_eq!(
+            e.before_text.as_deref(),
+            Some(format!("before {i}").as_str())
+        );
+        assert_eq!(e.at, t0() + Duration::seconds(i as i64));
+    }
+    assert!(s.history(Uuid::now_v7()).await.unwrap().is_empty());
+}
+
+async fn indexed_versions_and_scan_cover_active_and_pending(b: Backend) {
+    let s = b.store.as_ref();
+    let mut expected = Vec::new();
+    for (i, status) in Status::ALL.iter().cycle().take(24).enumerate() {
+        let mut m = memory(Some("u"), Tier::LongTerm, &format!("m{i}"));
+        m.status = *status;
+        m.version = i as i64 + 1;
+        if status.is_indexed() {
+            expected.push((m.id, m.version));
+        }
+        insert(s, &[m]).await;
+    }
+    expected.sort();
+    let mut versions = s.indexed_versions().await.unwrap();
+    versions.sort();
+    assert_eq!(versions, expected);
+    let mut scanned = Vec::new();
+    let mut after = None;
+    loop {
+        let batch = s.scan_indexed(after, 3).await.unwrap();
+        let Some(last) = batch.last() else { break };
+        after = Some(last.id);
+        scanned.extend(batch.into_iter().map(|m| (m.id, m.version)));
+    }
+    assert_eq!(scanned, expected, "in id order, each once");
+}
+
+async fn record_access_counts_without_a_version_change(b: Backend) {
+    let s = b.store.as_ref();
+    let a = memory(Some("u"), Tier::LongTerm, "a");
+    let c = memory(Some("u"), Tier::LongTerm, "c");
+    insert(s, &[a.clone(), c.clone()]).await;
+    let at = t0() + Duration::hours(2);
+    s.record_access(&[a.id], at).await.unwrap();
+    s.record_access(&[a.id, c.id], at).await.unwrap();
+    s.record_access(&[], at).await.unwrap();
+    let a2 = s.get(a.id).await.unwrap().unwrap();
+    assert_eq!((a2.access_count, a2.version), (2, 1));
+    assert_eq!(a2.last_accessed_at, Some(at));
+    assert_eq!(s.get(c.id).await.unwrap().unwrap().access_count, 1);
+    assert_eq!(s.history(a.id).await.unwrap().len(), 1, "not audited");
+}
+
+async fn find_by_text_hash_is_scoped_to_the_owner(b: Backend) {
+    let s = b.store.as_ref();
+    let text = "same words";
+    let mine = memory(Some("alice"), Tier::LongTerm, text);
+    let theirs = memory(Some("bob"), Tier::LongTerm, text);
+    let shared = memory(None, Tier::Reference, text);
+    let mut gone = memory(Some("alice"), Tier::LongTerm, text);
+    gone.status = Status::Deleted;
+    insert(s, &[mine.clone(), theirs, shared.clone(), gone]).await;
+    let h = text_hash(text);
+    let ids = |v: Vec<Memory>| v.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(s
+            .find_by_text_hash("default", Some("alice"), &h)
+            .await
+            .unwrap()),
+        vec![mine.id]
+    );
+    assert_eq!(
+        ids(s.find_by_text_hash("default", None, &h).await.unwrap()),
+        vec![shared.id]
+    );
+    assert!(s
+        .find_by_text_hash("other", Some("alice"), &h)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+async fn stats_count_by_tier_and_status(b: Backend) {
+    let s = b.store.as_ref();
+    assert_eq!(s.stats().await.unwrap().total(), 0);
+    let mut pending = memory(Some("u"), Tier::LongTerm, "p");
+    pending.status = Status::Pending;
+    insert(
+        s,
+        &[
+            memory(Some("u"), Tier::LongTerm, "a"),
+            memory(Some("u"), Tier::LongTerm, "b"),
+            pending,
+            memory(None, Tier::Reference, "r"),
+        ],
+    )
+    .await;
+    s.cache_embeddings("m", &[("h".into(), vec![0.5])])
+        .await
+        .unwrap();
+    let stats = s.stats().await.unwrap();
+    let mut rows = stats.by_tier_status.clone();
+    rows.sort_by_key(|(t, st, _)| (t.as_str(), st.as_str()));
+    assert_eq!(
+        rows,
+        vec![
+            (Tier::LongTerm, Status::Active, 2),
+            (Tier::LongTerm, Status::Pending, 1),
+            (Tier::Reference, Status::Active, 1),
+        ]
+    );
+    assert_eq!((stats.audit_events, stats.cached_embeddings), (4, 1));
+}
+
+async fn embedding_cache_round_trips_and_overwrites(b: Backend) {
+    let s = b.store.as_ref();
+    let v1 = vec![0.1f32, -2.5, f32::MIN_POSITIVE, 1e30];
+    s.cache_embeddings(
+        "model-a",
+        &[("h1".into(), v1.clone()), ("h2".into(), vec![1.0])],
+    )
+    .await
+    .unwrap();
+    s.cache_embeddings("model-b", &[("h1".into(), vec![9.0])])
+        .await
+        .unwrap();
+    let got = s
+        .cached_embeddings("model-a", &["h1".into(), "h3".into()])
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got["h1"], v1, "bit-exact");
+    s.cache_embeddings("model-a", &[("h1".into(), vec![3.0])])
+        .await
+        .unwrap();
+    let got = s
+        .cached_embeddings("model-a", &["h1".into(), "h2".into()])
+        .await
+        .unwrap();
+    assert_eq!(
+        (got["h1"].clone(), got["h2"].clone()),
+        (vec![3.0], vec![1.0])
+    );
+    assert_eq!(
+        s.cached_embeddings("model-b", &["h1".into()])
+            .await
+            .unwrap()["h1"],
+        vec![9.0]
+    );
+    assert!(s
+        .cached_embeddings("model-a", &[])
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+fn key(id: &str, hash: &str, role: Role, user: Option<&str>, at_secs: i64) -> ApiKey {
+    ApiKey {
+        id: id.into(),
+        tenant_id: "default".into(),
+        user_id: user.map(str::to_string),
+        role,
+        secret_sha256: hash.into(),
+        created_at: t0() + Duration::seconds(at_secs),
+        revoked_at: None,
+    }
+}
+
+async fn api_keys_insert_lookup_revoke(b: Backend) {
+    let s = b.store.as_ref();
+    let admin = key("k-admin", "h-admin", Role::Admin, None, 2);
+    let user = key("k-user", "h-user", Role::User, Some("alice"), 1);
+    s.insert_api_key(&admin).await.unwrap();
+    s.insert_api_key(&user).await.unwrap();
+    for dup in [
+        key("k-admin", "h-other", Role::Admin, None, 3),
+        key("k-other", "h-admin", Role::Admin, None, 3),
+    ] {
+        let err = s.insert_api_key(&dup).await.unwrap_err();
+        assert!(matches!(err, Error::Conflict(_)), "{err}");
+    }
+    // A user key needs a user: the store refuses it too.
+    assert!(s
+        .insert_api_key(&key("k-bad", "h-bad", Role::User, None, 3))
+        .await
+        .is_err());
+    assert_eq!(
+        s.api_key_by_hash("h-user").await.unwrap(),
+        Some(user.clone())
+    );
+    assert_eq!(s.api_key_by_hash("nope").await.unwrap(), None);
+    assert_eq!(
+        s.list_api_keys().await.unwrap(),
+        vec![user.clone(), admin.clone()],
+        "oldest first"
+    );
+    assert_eq!(s.count_active_api_keys().await.unwrap(), 2);
+    let at = t0() + Duration::days(1);
+    assert!(s.revoke_api_key("k-user", at).await.unwrap());
+    assert!(
+        !s.revoke_api_key("k-user", at).await.unwrap(),
+        "already revoked"
+    );
+    assert!(!s.revoke_api_key("k-none", at).await.unwrap());
+    assert_eq!(
+        s.api_key_by_hash("h-user")
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at,
+        Some(at)
+    );
+    assert_eq!(s.count_active_api_keys().await.unwrap(), 1);
+}
+
+async fn write_is_one_transaction(b: Backend) {
+    let s = b.store.as_ref();
+    let old = memory(Some("u"), Tier::LongTerm, "old fact");
+    insert(s, std::slice::from_ref(&old)).await;
+    let new = memory(Some("u"), Tier::LongTerm, "corrected fact");
+    let mut superseded = old.clone();
+    superseded.status = Status::Superseded;
+    superseded.superseded_by = Some(new.id);
+    // A stale change: nothing of the write happens.
+    let err = s
+        .write(
+            std::slice::from_ref(&new),
+            &[(superseded.clone(), 5)],
+            &[created(&new)],
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)));
+    assert_eq!(s.get(new.id).await.unwrap(), None);
+    assert!(s.history(new.id).await.unwrap().is_empty());
+    // The right version: all of it.
+    let ev = AuditEvent::for_memory(&superseded, AuditAction::Supersede, "t", t0());
+    s.write(
+        std::slice::from_ref(&new),
+        &[(superseded.clone(), 1)],
+        &[created(&new), ev],
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.get(new.id).await.unwrap(), Some(new.clone()));
+    let stored = s.get(old.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.superseded_by, stored.version),
+        (Status::Superseded, Some(new.id), 2)
+    );
+    assert_eq!(s.history(old.id).await.unwrap().len(), 2);
+}
+
+async fn due_for_sweep_selects_by_state_and_time(b: Backend) {
+    let s = b.store.as_ref();
+    let day = Duration::days(1);
+    let cutoff = t0() + day * 10;
+    let mk = |status: Status, created: i32, updated: i32, expires: Option<i32>| {
+        let mut m = memory(Some("u"), Tier::LongTerm, "x");
+        m.status = status;
+        m.created_at = t0() + day * created;
+        m.updated_at = t0() + day * updated;
+        m.expires_at = expires.map(|d| t0() + day * d);
+        m
+    };
+    let expire_yes = mk(Status::Active, 0, 0, Some(10));
+    let expire_pending = mk(Status::Pending, 0, 0, Some(5));
+    let expire_no = mk(Status::Active, 0, 0, Some(11));
+    let never = mk(Status::Active, 0, 0, None);
+    let pending_old = mk(Status::Pending, 9, 12, None);
+    let pending_new = mk(Status::Pending, 11, 11, None);
+    let expired_old = mk(Status::Expired, 0, 10, Some(1));
+    let expired_new = mk(Status::Expired, 0, 11, Some(1));
+    let archived_old = mk(Status::Archived, 0, 3, None);
+    let deleted_old = mk(Status::Deleted, 0, 2, None);
+    let deleted_new = mk(Status::Deleted, 0, 20, None);
+    let all = [
+        &expire_yes,
+        &expire_pending,
+        &expire_no,
+        &never,
+        &pending_old,
+        &pending_new,
+        &expired_old,
+        &expired_new,
+        &archived_old,
+        &deleted_old,
+        &deleted_new,
+    ];
+    insert(s, &all.iter().map(|m| (*m).clone()).collect::<Vec<_>>()).await;
+    let due = |step| async move {
+        let mut ids: Vec<Uuid> = s
+            .due_for_sweep(step, cutoff, None, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let sorted = |v: &[&Memory]| {
+        let mut ids: Vec<Uuid> = v.iter().map(|m| m.id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        due(SweepStep::Expire).await,
+        sorted(&[&expire_yes, &expire_pending])
+    );
+    assert_eq!(
+        due(SweepStep::ExpirePending).await,
+        sorted(&[&expire_pending, &pending_old])
+    );
+    assert_eq!(due(SweepStep::Archive).await, sorted(&[&expired_old]));
+    assert_eq!(due(SweepStep::Delete).await, sorted(&[&archived_old]));
+    assert_eq!(due(SweepStep::Purge).await, sorted(&[&deleted_old]));
+    // Paging with `after`.
+    let first = s
+        .due_for_sweep(SweepStep::Expire, cutoff, None, 1)
+        .await
+        .unwrap();
+    let rest = s
+        .due_for_sweep(SweepStep::Expire, cutoff, Some(first[0].id), 10)
+        .await
+        .unwrap();
+    assert_eq!(first.len() + rest.len(), 2);
+    assert_ne!(first[0].id, rest[0].id);
+}
+
+async fn purge_deletes_only_soft_deleted_and_scrubs_audit_text(b: Backend) {
+    let s = b.store.as_ref();
+    let mut gone = memory(Some("u"), Tier::LongTerm, "secret purge text");
+    gone.status = Status::Deleted;
+    let mut gone_shared = memory(Some("u"), Tier::LongTerm, "shared text");
+    gone_shared.status = Status::Deleted;
+    let keeper = memory(Some("v"), Tier::LongTerm, "shared text");
+    let live = memory(Some("u"), Tier::LongTerm, "live text");
+    insert(
+        s,
+        &[
+            gone.clone(),
+            gone_shared.clone(),
+            keeper.clone(),
+            live.clone(),
+        ],
+    )
+    .await;
+    let cache: Vec<(String, Vec<f32>)> = ["secret purge text", "shared text", "live text"]
+        .iter()
+        .map(|t| (text_hash(t), vec![1.0]))
+        .collect();
+    s.cache_embeddings("m", &cache).await.unwrap();
+
+    let purged = s
+        .purge(&[gone.id, gone_shared.id, live.id, Uuid::now_v7()])
+        .await
+        .unwrap();
+    assert_eq!(purged, 2, "only soft-deleted memories");
+    assert_eq!(s.get(gone.id).await.unwrap(), None);
+    assert!(s.get(live.id).await.unwrap().is_some());
+    let history = s.history(gone.id).await.unwrap();
+    assert_eq!(history.len(), 1, "the event stays");
+    assert_eq!(
+        (
+            history[0].before_text.clone(),
+            history[0].after_text.clone()
+        ),
+        (None, None)
+    );
+    assert_eq!(history[0].action, AuditAction::Create);
+    let left = s
+        .cached_embeddings(
+            "m",
+            &cache.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+    let left: HashSet<String> = left.into_keys().collect();
+    assert_eq!(
+        left,
+        HashSet::from([text_hash("shared text"), text_hash("live text")]),
+        "a cached vector another memory uses stays"
+    );
+    assert_eq!(s.purge(&[]).await.unwrap(), 0);
+}
+
+async fn write_heat_cools_without_a_version_change(b: Backend) {
+    let s = b.store.as_ref();
+    let mut m = memory(Some("u"), Tier::LongTerm, "hot");
+    m.access_count = 40;
+    let other = memory(Some("u"), Tier::LongTerm, "other");
+    insert(s, &[m.clone(), other.clone()]).await;
+    let at = t0() + Duration::days(7);
+    s.write_heat(&[
+        HeatUpdate {
+            id: m.id,
+            importance: 0.8,
+            base_importance: 0.6,
+            access_count: Some(20),
+            cooled_at: at,
+        },
+        HeatUpdate {
+            id: other.id,
+            importance: 0.3,
+            base_importance: 0.3,
+            access_count: None,
+            cooled_at: at,
+        },
+    ])
+    .await
+    .unwrap();
+    let rows = s.scan_for_cleanup(None, 10).await.unwrap();
+    let row = rows.iter().find(|r| r.memory.id == m.id).unwrap();
+    assert_eq!(
+        (
+            row.memory.importance,
+            row.base_importance,
+            row.memory.access_count
+        ),
+        (0.8, 0.6, 20)
+    );
+    assert_eq!((row.cooled_at, row.memory.version), (Some(at), 1));
+    let row = rows.iter().find(|r| r.memory.id == other.id).unwrap();
+    assert_eq!((row.cooled_at, row.memory.access_count), (None, 0));
+    // Only active long-term memories are scanned.
+    let mut working = memory(Some("u"), Tier::Working, "w");
+    working.thread_id = Some("t".into());
+    insert(s, &[working]).await;
+    assert_eq!(s.scan_for_cleanup(None, 10).await.unwrap().len(), 2);
+}
+
+async fn leases_exclude_renew_expire_and_release(b: Backend) {
+    let s = b.store.as_ref();
+    let now = t0();
+    let min = Duration::minutes(1);
+    assert_eq!(s.job_state("ttl-sweep").await.unwrap(), None);
+    assert!(s
+        .acquire_lease("ttl-sweep", "a", now, now + min * 10)
+        .await
+        .unwrap());
+    assert!(!s
+        .acquire_lease("ttl-sweep", "b", now + min, now + min * 11)
+        .await
+        .unwrap());
+    assert!(
+        s.acquire_lease("weekly-cleanup", "b", now, now + min)
+            .await
+            .unwrap(),
+        "another job is free"
+    );
+    // Renewal by the holder.
+    assert!(s
+        .acquire_lease("ttl-sweep", "a", now + min * 5, now + min * 20)
+        .await
+        .unwrap());
+    assert!(
+        !s.acquire_lease("ttl-sweep", "b", now + min * 15, now + min * 25)
+            .await
+            .unwrap(),
+        "the renewal moved the expiry"
+    );
+    // Expired: someone else takes over.
+    assert!(s
+        .acquire_lease("ttl-sweep", "b", now + min * 20, now + min * 30)
+        .await
+        .unwrap());
+    let state = s.job_state("ttl-sweep").await.unwrap().unwrap();
+    assert_eq!(state.holder.as_deref(), Some("b"));
+    assert_eq!(state.lease_expires_at, Some(now + min * 30));
+    // Only the holder releases.
+    s.release_lease("ttl-sweep", "a", Some((now, serde_json::json!({"x": 1}))))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.job_state("ttl-sweep")
+            .await
+            .unwrap()
+            .unwrap()
+            .holder
+            .as_deref(),
+        Some("b")
+    );
+    let stats = serde_json::json!({"expired": 3, "purged": 1});
+    s.release_lease("ttl-sweep", "b", Some((now + min * 21, stats.clone())))
+        .await
+        .unwrap();
+    let state = s.job_state("ttl-sweep").await.unwrap().unwrap();
+    assert_eq!(
+        state,
+        mnemo::store::JobState {
+            holder: None,
+            lease_expires_at: None,
+            last_completed_at: Some(now + min * 21),
+            last_stats: Some(stats.clone()),
+        }
+    );
+    // A release without completion keeps the last run's record.
+    assert!(s
+        .acquire_lease("ttl-sweep", "c", now + min * 22, now + min * 23)
+        .await
+        .unwrap());
+    s.release_lease("ttl-sweep", "c", None).await.unwrap();
+    let state = s.job_state("ttl-sweep").await.unwrap().unwrap();
+    assert_eq!((state.holder, state.last_stats), (None, Some(stats)));
+}
+
+async fn two_nodes_racing_for_a_lease_one_wins(b: Backend) {
+    let node_a = b.store.clone();
+    let node_b = b.second_node().await;
+    let now = t0();
+    for round in 0..40 {
+        let job = format!("job-{round}");
+        let (ja, jb) = (job.clone(), job.clone());
+        let (a, bb) = (node_a.clone(), node_b.clone());
+        let ta = tokio::spawn(async move {
+            a.acquire_lease(&ja, "node-a", now, now + Duration::minutes(5))
+                .await
+                .unwrap()
+        });
+        let tb = tokio::spawn(async move {
+            bb.acquire_lease(&jb, "node-b", now, now + Duration::minutes(5))
+                .await
+                .unwrap()
+        });
+        let (won_a, won_b) = (ta.await.unwrap(), tb.await.unwrap());
+        assert!(
+            won_a ^ won_b,
+            "round {round}: exactly one node wins ({won_a}, {won_b})"
+        );
+        let holder = node_b.job_state(&job).await.unwrap().unwrap().holder;
+        let expected = if won_a { "node-a" } else { "node-b" };
+        assert_eq!(
+            holder.as_deref(),
+            Some(expected),
+            "both nodes see the winner"
+        );
+    }
+}
+
+async fn erase_user_leaves_nothing_and_spares_others(b: Backend) {
+    let s = b.store.as_ref();
+    let mut alice = vec![
+        memory(Some("alice"), Tier::LongTerm, "alice unique one"),
+        memory(Some("alice"), Tier::LongTerm, "common phrase"),
+        memory(Some("alice"), Tier::LongTerm, "alice only text"),
+    ];
+    alice[2].status = Status::Pending;
+    let mut deleted = memory(Some("alice"), Tier::LongTerm, "alice deleted");
+    deleted.status = Status::Deleted;
+    alice.push(deleted);
+    let bob = memory(Some("bob"), Tier::LongTerm, "common phrase");
+    let mut other_tenant = memory(Some("alice"), Tier::LongTerm, "alice elsewhere");
+    other_tenant.tenant_id = "other".into();
+    insert(s, &alice).await;
+    insert(s, &[bob.clone(), other_tenant.clone()]).await;
+    let cache: Vec<(String, Vec<f32>)> = alice
+        .iter()
+        .map(|m| (text_hash(&m.text), vec![0.5]))
+        .collect();
+    s.cache_embeddings("m", &cache).await.unwrap();
+
+    let alice_thread = thread("alice");
+    s.insert_thread(&alice_thread).await.unwrap();
+    s.append_message(
+        &message(&alice_thread, MessageRole::User, "alice says"),
+        None,
+    )
+    .await
+    .unwrap();
+    let payload = Payload {
+        id: Uuid::now_v7(),
+        payload: serde_json::json!({"rows": ["alice tool output"]}),
+    };
+    s.append_message(
+        &message(&alice_thread, MessageRole::Tool, "tool ran"),
+        Some(&payload),
+    )
+    .await
+    .unwrap();
+    let bob_thread = thread("bob");
+    s.insert_thread(&bob_thread).await.unwrap();
+
+    s.begin_erasure("default", "alice", "admin", t0())
+        .await
+        .unwrap();
+    s.begin_erasure("default", "alice", "admin", t0())
+        .await
+        .unwrap();
+    assert_eq!(
+        s.pending_erasures().await.unwrap(),
+        vec![("default".into(), "alice".into(), "admin".into())]
+    );
+    let rows = s.erase_user("default", "alice").await.unwrap();
+    assert_eq!(
+        rows,
+        mnemo::store::ErasedRows {
+            memories: 4,
+            candidates: 1,
+            audit_events: 4,
+            cached_embeddings: 3,
+            threads: 1,
+            messages: 3,
+        }
+    );
+    let footprint = s.user_footprint("default", "alice").await.unwrap();
+    assert_eq!((footprint.memories, footprint.audit_events), (0, 0));
+    assert_eq!(footprint.pending_erasures, 1, "until completed");
+    assert_eq!(s.last_erasure("default", "alice").await.unwrap(), None);
+    let at = t0() + Duration::minutes(1);
+    s.complete_erasure(
+        "default",
+        "alice",
+        &serde_json::json!({"memories": 4}),
+        "admin",
+        at,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        s.user_footprint("default", "alice").await.unwrap(),
+        Default::default()
+    );
+    assert!(s.pending_erasures().await.unwrap().is_empty());
+    assert_eq!(s.last_erasure("default", "alice").await.unwrap(), Some(at));
+    assert_eq!(s.last_erasure("default", "bob").await.unwrap(), None);
+    // Idempotent.
+    assert_eq!(
+        s.erase_user("default", "alice").await.unwrap(),
+        Default::default()
+    );
+    // Others untouched: bob (same text), the same user id in another tenant,
+    // and the cached vector bob's memory still uses.
+    assert_eq!(s.get(bob.id).await.unwrap(), Some(bob.clone()));
+    assert!(s
+        .get_thread("default", alice_thread.id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(s
+        .get_payload(alice_thread.id, payload.id)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        s.get_thread("default", bob_thread.id).await.unwrap(),
+        Some(bob_thread)
+    );
+    assert_eq!(s.get(other_tenant.id).await.unwrap(), Some(other_tenant));
+    assert_eq!(s.history(bob.id).await.unwrap().len(), 1);
+    let left = s
+        .cached_embeddings(
+            "m",
+            &cache.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        left.into_keys().collect::<Vec<_>>(),
+        vec![text_hash("common phrase")]
+    );
+    // Nothing of alice's text is left in any table's live rows.
+    for table in mnemo::store::tables::TABLES {
+        let mut after = None;
+        loop {
+            let rows = s.export_rows(table, after.as_deref(), 500).await.unwrap();
+            let Some(last) = rows.last() else { break };
+            after = Some(table.key_of(last));
+            for row in &rows {
+                let text = format!("{row:?}");
+                assert!(
+                    !text.contains("alice unique") && !text.contains("alice only"),
+                    "{}: {text}",
+                    table.name
+                );
+            }
+        }
+    }
+}
+
+async fn export_and_import_rows_copy_a_store(b: Backend) {
+    use mnemo::store::tables::TABLES;
+    // The source is always SQLite (what `mnemo migrate` reads); the target
+    // is the backend under test.
+    let source = Backend::sqlite().await;
+    let src = source.store.as_ref();
+    let mut ms = Vec::new();
+    for i in 0..25 {
+        let mut m = memory(Some("u"), Tier::LongTerm, &format!("copied {i}"));
+        m.metadata.insert("i".into(), serde_json::json!(i));
+        m.source.document_id = Some(format!("d{}", i % 3));
+        ms.push(m);
+    }
+    insert(src, &ms).await;
+    insert(src, &[memory(None, Tier::Reference, "ref")]).await;
+    src.write_heat(&[HeatUpdate {
+        id: ms[0].id,
+        importance: 0.2,
+        base_importance: 0.7,
+        access_count: Some(3),
+        cooled_at: t0(),
+    }])
+    .await
+    .unwrap();
+    src.cache_embeddings("m", &[("h".into(), vec![0.25, -1.0])])
+        .await
+        .unwrap();
+    src.insert_api_key(&key("k1", "h1", Role::Agent, Some("u"), 0))
+        .await
+        .unwrap();
+    src.begin_erasure("default", "x", "admin", t0())
+        .await
+        .unwrap();
+    src.complete_erasure("default", "y", &serde_json::json!({"n": 1}), "admin", t0())
+        .await
+        .unwrap();
+    src.acquire_lease("ttl-sweep", "n1", t0(), t0())
+        .await
+        .unwrap();
+    src.release_lease(
+        "ttl-sweep",
+        "n1",
+        Some((t0(), serde_json::json!({"ok": true}))),
+    )
+    .await
+    .unwrap();
+
+    let dst = b.store.as_ref();
+    for round in 0..2 {
+        for table in TABLES {
+            let mut after = None;
+            let mut copied = 0;
+            loop {
+                let rows = src.export_rows(table, after.as_deref(), 7).await.unwrap();
+                let Some(last) = rows.last() else { break };
+                after = Some(table.key_of(last));
+                copied += dst.import_rows(table, &rows).await.unwrap();
+            }
+            let expected = if round == 0 {
+                src.count_rows(table).await.unwrap()
+            } else {
+                0
+            };
+            assert_eq!(copied, expected, "{} round {round}", table.name);
+            assert_eq!(
+                dst.count_rows(table).await.unwrap(),
+                src.count_rows(table).await.unwrap(),
+                "{}",
+                table.name
+            );
+        }
+    }
+    // Same content, read back through the trait.
+    for m in &ms {
+        assert_eq!(dst.get(m.id).await.unwrap(), src.get(m.id).await.unwrap());
+        assert_eq!(
+            dst.history(m.id).await.unwrap(),
+            src.history(m.id).await.unwrap()
+        );
+    }
+    assert_eq!(dst.get(ms[1].id).await.unwrap().as_ref(), Some(&ms[1]));
+    assert_eq!(
+        dst.scan_for_cleanup(None, 100).await.unwrap(),
+        src.scan_for_cleanup(None, 100).await.unwrap()
+    );
+    assert_eq!(
+        dst.list(&ListQuery {
+            document_id: Some("d1".into()),
+            ..query(Some("u"))
+        })
+        .await
+        .unwrap()
+        .len(),
+        8
+    );
+    assert_eq!(
+        dst.list_api_keys().await.unwrap(),
+        src.list_api_keys().await.unwrap()
+    );
+    assert_eq!(
+        dst.pending_erasures().await.unwrap(),
+        src.pending_erasures().await.unwrap()
+    );
+    assert_eq!(dst.last_erasure("default", "y").await.unwrap(), Some(t0()));
+    assert_eq!(
+        dst.job_state("ttl-sweep").await.unwrap(),
+        src.job_state("ttl-sweep").await.unwrap()
+    );
+    assert_eq!(
+        dst.cached_embeddings("m", &["h".into()]).await.unwrap()["h"],
+        vec![0.25, -1.0]
+    );
+    // New events after the copy continue the sequence instead of colliding.
+    let m = memory(Some("u"), Tier::LongTerm, "after the copy");
+    insert(dst, std::slice::from_ref(&m)).await;
+    assert_eq!(dst.history(m.id).await.unwrap().len(), 1);
+    dst.complete_erasure("default", "z", &serde_json::json!({}), "admin", t0())
+        .await
+        .unwrap();
+}
+
+fn thread(user: &str) -> Thread {
+    Thread {
+        id: Uuid::now_v7(),
+        tenant_id: "default".into(),
+        user_id: user.into(),
+        goal: Some(format!("{user}'s goal")),
+        summary: Summary::default(),
+        summary_upto_seq: 0,
+        created_at: t0(),
+        updated_at: t0(),
+        last_activity_at: t0(),
+        last_compacted_at: None,
+    }
+}
+
+fn message(t: &Thread, role: MessageRole, content: &str) -> NewMessage {
+    NewMessage {
+        thread_id: t.id,
+        tenant_id: t.tenant_id.clone(),
+        user_id: t.user_id.clone(),
+        role,
+        content: content.into(),
+        tool: None,
+        created_at: t0() + Duration::seconds(1),
+    }
+}
+
+async fn no_memory_lands_for_a_user_being_erased(b: Backend) {
+    let s = b.store.as_ref();
+    s.begin_erasure("default", "carol", "admin", t0())
+        .await
+        .unwrap();
+    let carol = memory(Some("carol"), Tier::LongTerm, "written mid-erasure");
+    let refused = s
+        .insert(std::slice::from_ref(&carol), &[created(&carol)])
+        .await;
+    assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+    assert!(s.get(carol.id).await.unwrap().is_none());
+    // Other users, and reference memories, are not held up.
+    insert(s, &[memory(Some("dan"), Tier::LongTerm, "dan is fine")]).await;
+    insert(s, &[memory(None, Tier::Reference, "a reference")]).await;
+    s.complete_erasure("default", "carol", &serde_json::json!({}), "admin", t0())
+        .await
+        .unwrap();
+    insert(s, &[carol]).await;
+}
+
+async fn threads_messages_payloads_round_trip(b: Backend) {
+    let s = b.store.as_ref();
+    let t = thread("alice");
+    s.insert_thread(&t).await.unwrap();
+    assert!(matches!(s.insert_thread(&t).await, Err(Error::Conflict(_))));
+    assert_eq!(
+        s.get_thread("default", t.id).await.unwrap(),
+        Some(t.clone())
+    );
+    assert_eq!(
+        s.get_thread("other", t.id).await.unwrap(),
+        None,
+        "tenant-scoped"
+    );
+    let user = s
+        .append_message(&message(&t, MessageRole::User, "我喜欢绿茶"), None)
+        .await
+        .unwrap();
+    assert_eq!(user.extraction_state, ExtractionState::Pending);
+    let payload = Payload {
+        id: Uuid::now_v7(),
+        payload: serde_json::json!({"rows": [1, 2, 3]}),
+    };
+    let mut tool = message(&t, MessageRole::Tool, "[search · ok] 3 rows");
+    tool.tool = Some(ToolSummary {
+        name: "search".into(),
+        status: "ok".into(),
+        summary: "3 rows".into(),
+        key_fields: Default::default(),
+        payload_id: Some(payload.id),
+    });
+    let tool = s.append_message(&tool, Some(&payload)).await.unwrap();
+    assert_eq!(tool.extraction_state, ExtractionState::Skipped);
+    assert!(tool.seq > user.seq);
+    assert_eq!(
+        s.thread_messages(t.id, false).await.unwrap(),
+        vec![user.clone(), tool.clone()]
+    );
+    assert_eq!(
+        s.get_payload(t.id, payload.id).await.unwrap(),
+        Some(payload.payload.clone())
+    );
+    assert_eq!(
+        s.get_payload(Uuid::now_v7(), payload.id).await.unwrap(),
+        None
+    );
+    let touched = s.get_thread("default", t.id).await.unwrap().unwrap();
+    assert_eq!(touched.last_activity_at, t0() + Duration::seconds(1));
+    // A message for a thread that does not exist writes nothing.
+    let ghost = thread("alice");
+    assert!(matches!(
+        s.append_message(&message(&ghost, MessageRole::User, "lost"), None)
+            .await,
+        Err(Error::NotFound { .. })
+    ));
+    assert!(s.thread_messages(ghost.id, false).await.unwrap().is_empty());
+}
+
+async fn turn_leases_and_extraction_claims(b: Backend) {
+    let s = b.store.as_ref();
+    let t = thread("alice");
+    s.insert_thread(&t).await.unwrap();
+    let later = |m: i64| t0() + Duration::minutes(m);
+    assert!(s.acquire_turn(t.id, "a", t0(), later(1)).await.unwrap());
+    assert!(!s.acquire_turn(t.id, "b", t0(), later(1)).await.unwrap());
+    assert!(
+        s.acquire_turn(t.id, "b", later(2), later(3)).await.unwrap(),
+        "expired"
+    );
+    s.release_turn(t.id, "a").await.unwrap(); // not the holder: no effect
+    assert!(!s.acquire_turn(t.id, "c", later(2), later(3)).await.unwrap());
+    s.release_turn(t.id, "b").await.unwrap();
+    assert!(s.acquire_turn(t.id, "c", later(2), later(3)).await.unwrap());
+
+    let m1 = s
+        .append_message(&message(&t, MessageRole::User, "one"), None)
+        .await
+        .unwrap();
+    let m2 = s
+        .append_message(&message(&t, MessageRole::User, "two"), None)
+        .await
+        .unwrap();
+    let claimed = s.claim_extraction(t.id, t0(), later(5)).await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![m1.seq, m2.seq]
+    );
+    assert!(s
+        .claim_extraction(t.id, t0(), later(5))
+        .await
+        .unwrap()
+        .is_empty());
+    s.finish_extraction(&[m1.seq], true).await.unwrap();
+    s.finish_extraction(&[m2.seq], false).await.unwrap();
+    let again = s.claim_extraction(t.id, t0(), later(5)).await.unwrap();
+    assert_eq!(
+        again.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![m2.seq]
+    );
+    // An abandoned claim can be taken again once it expires.
+    let expired = s.claim_extraction(t.id, later(6), later(10)).await.unwrap();
+    assert_eq!(
+        expired.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![m2.seq]
+    );
+}
+
+async fn compaction_takes_only_extracted_messages(b: Backend) {
+    let s = b.store.as_ref();
+    let t = thread("alice");
+    s.insert_thread(&t).await.unwrap();
+    let mut seqs = Vec::new();
+    for text in ["one", "two", "three"] {
+        let m = s
+            .append_message(&message(&t, MessageRole::User, text), None)
+            .await
+            .unwrap();
+        seqs.push(m.seq);
+    }
+    let summary = Summary {
+        text: "one and two".into(),
+        open_todos: vec!["call back".into()],
+        commitments: Vec::new(),
+    };
+    let at = t0() + Duration::minutes(10);
+    // Not extracted yet: compaction refuses and changes nothing.
+    assert!(!s
+        .compact_thread(t.id, 0, seqs[1], &summary, at)
+        .await
+        .unwrap());
+    let claimed = s.claim_extraction(t.id, t0(), at).await.unwrap();
+    s.finish_extraction(&claimed.iter().map(|m| m.seq).collect::<Vec<_>>(), true)
+        .await
+        .unwrap();
+    assert!(s
+        .compact_thread(t.id, 0, seqs[1], &summary, at)
+        .await
+        .unwrap());
+    // A second compaction from the old starting point lost the race.
+    assert!(!s
+        .compact_thread(t.id, 0, seqs[1], &summary, at)
+        .await
+        .unwrap());
+    let after = s.get_thread("default", t.id).await.unwrap().unwrap();
+    assert_eq!(after.summary, summary);
+    assert_eq!(after.summary_upto_seq, seqs[1]);
+    assert_eq!(after.last_compacted_at, Some(at));
+    let left = s.thread_messages(t.id, true).await.unwrap();
+    assert_eq!(
+        left.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![seqs[2]]
+    );
+    assert_eq!(s.thread_messages(t.id, false).await.unwrap().len(), 3);
+    // Idle selection: idle and cooled, with more uncompacted messages than kept.
+    let idle = s.idle_threads(at, at, 0, 10).await.unwrap();
+    assert_eq!(idle, vec![("default".to_string(), t.id)]);
+    assert!(s.idle_threads(at, at, 1, 10).await.unwrap().is_empty());
+}
