@@ -295,10 +295,12 @@ pub trait MemoryStore: Send + Sync {
     /// Erasures begun and not completed, as (tenant, user, actor).
     async fn pending_erasures(&self) -> Result<Vec<(String, String, String)>>;
     /// Physically deletes every row of the user (memories in every status,
-    /// their audit events, embedding-cache entries no one else uses), then
-    /// checkpoints the WAL so that nothing is left in the files. Idempotent.
+    /// their audit events, embedding-cache entries no one else uses, threads,
+    /// messages and payloads). Idempotent.
     async fn erase_user(&self, tenant_id: &str, user_id: &str) -> Result<ErasedRows>;
-    /// Replaces the intent with a content-free tombstone.
+    /// Replaces the intent with a content-free tombstone, then makes sure
+    /// nothing of the erased rows is left in the files (SQLite: WAL
+    /// checkpoint; PostgreSQL: VACUUM).
     async fn complete_erasure(
         &self,
         tenant_id: &str,

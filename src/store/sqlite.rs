@@ -927,10 +927,9 @@ impl MemoryStore for SqliteStore {
             .rows_affected();
         }
         tx.commit().await?;
-        // secure_delete zeroed the freed pages; move them out of the WAL too.
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&self.pool)
-            .await?;
+        // secure_delete zeroed the freed pages in the WAL; `complete_erasure`,
+        // which always follows, checkpoints them into the file (one
+        // checkpoint, not two: each writes and syncs every changed page).
         Ok(ErasedRows {
             memories,
             candidates: candidates as u64,
