@@ -17,10 +17,15 @@ run:
 setup:
 	$(CARGO) run --quiet -- setup
 
-## The whole suite: unit, integration (real stores, indexes, embeddings), doctests.
+## The whole suite: unit, integration (real stores, indexes, embeddings), doctests; with MNEMO_TEST_QDRANT_URL, the Qdrant server tests too.
 test: setup
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
+	@if [ -n "$$MNEMO_TEST_QDRANT_URL" ]; then \
+	  $(CARGO) test --lib vector::qdrant -- --ignored; \
+	else \
+	  echo "Qdrant server tests SKIPPED (listed as ignored above): set MNEMO_TEST_QDRANT_URL to run them"; \
+	fi
 
 ## Unit tests only (pure logic, no assets needed).
 test-fast:

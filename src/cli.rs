@@ -38,6 +38,9 @@ pub struct GlobalArgs {
         global = true
     )]
     pub assets_dir: PathBuf,
+    /// Clustered mode: the Qdrant server and this node's name.
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterArgs,
     /// Which of the defaulted paths were given (flag or environment), so that
     /// a `serve --config` file may set the others.
     #[arg(skip)]
@@ -92,7 +95,13 @@ impl GlobalArgs {
             data_dir: self.data_dir.clone(),
             policy: self.policy()?,
             assets_dir: self.assets_dir.clone(),
+            vectors: self.vector_backend(),
         })
+    }
+
+    /// The embedded index, or the Qdrant server `--qdrant-url` names.
+    pub fn vector_backend(&self) -> open::VectorBackend {
+        self.cluster.vector_backend()
     }
 }
 
@@ -559,12 +568,13 @@ async fn reindex(g: &GlobalArgs) -> anyhow::Result<()> {
     ensure_assets(g)?;
     let config = g.engine_config()?;
     let embedder = open::load_embedder(&config.assets_dir)?;
-    let (engine, _) = open::open_with(
+    let (engine, _) = open::open_with_backend(
         &config.data_dir,
         config.policy,
         embedder,
         std::sync::Arc::new(crate::clock::SystemClock),
         true,
+        &config.vectors,
     )
     .await?;
     let pb = progress_bar(0, "reindex");
@@ -783,6 +793,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| a.out.join(".cache"))
     });
     let mut config = EvalConfig::new(a.sets, embedder);
+    config.vectors = g.vector_backend();
     config.variants = variants;
     config.group_by = a.group_by;
     config.ks = a.k;
