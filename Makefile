@@ -19,10 +19,15 @@ setup:
 
 # Starts PostgreSQL for the store tests (scripts/test-postgres.sh; installs it
 # when missing) unless MNEMO_TEST_DATABASE_URL points at one already.
-## The whole suite: unit, integration (real stores, indexes, embeddings), doctests.
+## The whole suite: unit, integration (real stores, indexes, embeddings), doctests; with MNEMO_TEST_QDRANT_URL, the Qdrant server tests too.
 test: setup
 	url="$$(scripts/test-postgres.sh)" && export MNEMO_TEST_DATABASE_URL="$$url" && \
 	  $(CARGO) test --all-targets && $(CARGO) test --doc
+	@if [ -n "$$MNEMO_TEST_QDRANT_URL" ]; then \
+	  $(CARGO) test --lib vector::qdrant -- --ignored; \
+	else \
+	  echo "Qdrant server tests SKIPPED (listed as ignored above): set MNEMO_TEST_QDRANT_URL to run them"; \
+	fi
 
 ## Unit tests only (pure logic, no assets needed).
 test-fast:

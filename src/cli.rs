@@ -46,6 +46,9 @@ pub struct GlobalArgs {
     /// PostgreSQL connections per node [default: 10].
     #[arg(long, env = "MNEMO_DB_POOL_SIZE", global = true)]
     pub db_pool_size: Option<u32>,
+    /// Clustered mode: the Qdrant server and this node's name.
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterArgs,
     /// Which of the defaulted paths were given (flag or environment), so that
     /// a `serve --config` file may set the others.
     #[arg(skip)]
@@ -102,6 +105,7 @@ impl GlobalArgs {
             assets_dir: self.assets_dir.clone(),
             database_url: self.database_url.clone(),
             db_pool_size: self.db_pool_size(),
+            vectors: self.vector_backend(),
         })
     }
 
@@ -109,6 +113,11 @@ impl GlobalArgs {
     pub fn db_pool_size(&self) -> u32 {
         self.db_pool_size
             .unwrap_or(crate::store::postgres::DEFAULT_POOL_SIZE)
+    }
+
+    /// The embedded index, or the Qdrant server `--qdrant-url` names.
+    pub fn vector_backend(&self) -> open::VectorBackend {
+        self.cluster.vector_backend()
     }
 }
 
@@ -602,13 +611,14 @@ async fn reindex(g: &GlobalArgs) -> anyhow::Result<()> {
     let config = g.engine_config()?;
     let embedder = open::load_embedder(&config.assets_dir)?;
     let store = open::open_store(&config).await?;
-    let (engine, _) = open::open_with_store(
+    let (engine, _) = open::open_parts(
         &config.data_dir,
         store,
         config.policy,
         embedder,
         std::sync::Arc::new(crate::clock::SystemClock),
         true,
+        &config.vectors,
     )
     .await?;
     let pb = progress_bar(0, "reindex");
@@ -733,12 +743,38 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
             bail!("--from: no SQLite database at {}", path.display());
         }
     }
-    let vectors_dir = match m.vectors_to.as_deref() {
-        Some(v) if v.starts_with("http://") || v.starts_with("https://") => bail!(
-            "--vectors-to {v}: the Qdrant server backend is not in this build; \
-             give a directory to build a node's embedded indexes instead, or omit --vectors-to"
-        ),
-        Some(v) => Some(PathBuf::from(v)),
+    // Where the target's indexes are built: a node's data directory, or a
+    // Qdrant server's collection (the lexical index is then built in a
+    // scratch directory only to complete the start-up repair: every node
+    // rebuilds its own from the store when it starts).
+    let scratch;
+    let vectors_to = match m.vectors_to.as_deref() {
+        Some(v) if v.starts_with("http://") || v.starts_with("https://") => {
+            let mut cluster = g.cluster.clone();
+            cluster.qdrant_url = Some(v.to_string());
+            scratch = tempfile::tempdir().context("creating a scratch directory")?;
+            Some((scratch.path().to_path_buf(), cluster.vector_backend()))
+        }
+        Some(v) => Some((PathBuf::from(v), open::VectorBackend::Embedded)),
+        None => None,
+    };
+    // Check the index target before copying anything, so that a bad
+    // --vectors-to leaves the target store untouched.
+    let embedder = match &vectors_to {
+        Some((_, backend)) => {
+            ensure_assets(g)?;
+            let embedder = open::load_embedder(&g.assets_dir)?;
+            if let open::VectorBackend::Server(config) = backend.clone() {
+                let dim = embedder.dim();
+                tokio::task::spawn_blocking(move || {
+                    crate::vector::QdrantServerIndex::connect(&config, dim)
+                })
+                .await
+                .context("connecting to --vectors-to")?
+                .context("--vectors-to")?;
+            }
+            Some(embedder)
+        }
         None => None,
     };
     let pool_size = g.db_pool_size();
@@ -794,19 +830,18 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
              the copy, or did the target hold other data?)"
         );
     }
-    if let Some(dir) = vectors_dir {
-        ensure_assets(g)?;
-        let embedder = open::load_embedder(&g.assets_dir)?;
+    if let (Some((dir, backend)), Some(embedder)) = (vectors_to, embedder) {
         let started = std::time::Instant::now();
         // Opening reconciles: every memory the store indexes is added to the
         // (empty) indexes, its vector taken from the copied embedding cache.
-        let (engine, index) = open::open_with_store(
+        let (engine, index) = open::open_parts(
             &dir,
             target,
             g.policy()?,
             embedder,
             std::sync::Arc::new(crate::clock::SystemClock),
             false,
+            &backend,
         )
         .await?;
         let stats = engine.stats().await?;
@@ -933,6 +968,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| a.out.join(".cache"))
     });
     let mut config = EvalConfig::new(a.sets, embedder);
+    config.vectors = g.vector_backend();
     config.variants = variants;
     config.group_by = a.group_by;
     config.ks = a.k;

@@ -23,6 +23,11 @@
 //! 3. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
 //!
+//! In clustered mode the other nodes' lexical indexes follow the store's
+//! change feed (see [`crate::cluster`]): the erasure receipt of step 4 is the
+//! feed entry that makes each of them delete and purge the user's documents,
+//! and verification waits for every live node to have applied it.
+//!
 //! Unlike every other delete in Mnemo this one is not soft: it cannot be
 //! undone, which is the point.
 
@@ -68,7 +73,14 @@ pub struct ErasureVerification {
     pub lexical_docs: u64,
     pub vectors: u64,
     pub pending_erasure: bool,
-    /// True when every count is zero and no erasure is in progress.
+    /// Clustered mode: the nodes following the store's change feed that are
+    /// alive (0 on a single node, which has no followers).
+    pub live_nodes: u64,
+    /// Live nodes that have not yet applied the user's latest erasure to
+    /// their own lexical index.
+    pub nodes_behind: Vec<String>,
+    /// True when every count is zero, no erasure is in progress and every
+    /// live node has applied the erasure.
     pub erased: bool,
     /// When the last erasure of this user completed, if any.
     pub last_erasure_at: Option<DateTime<Utc>>,
@@ -190,13 +202,20 @@ impl Engine {
             .await
             .map_err(|e| Error::internal(format!("verification task failed: {e}")))??;
         let last_erasure_at = self.store().last_erasure(&actor.tenant_id, &user).await?;
+        let live_since = self.clock().now()
+            - chrono::Duration::from_std(crate::cluster::NODE_LIVENESS).map_err(Error::internal)?;
+        let nodes = self
+            .store()
+            .erasure_progress(Owner::user(&actor.tenant_id, &user).as_str(), live_since)
+            .await?;
         let erased = footprint.memories == 0
             && footprint.audit_events == 0
             && footprint.threads == 0
             && footprint.messages == 0
             && lexical_docs == 0
             && vector_points == 0
-            && footprint.pending_erasures == 0;
+            && footprint.pending_erasures == 0
+            && nodes.behind.is_empty();
         Ok(ErasureVerification {
             user_id: user,
             memories: footprint.memories,
@@ -206,6 +225,8 @@ impl Engine {
             lexical_docs: lexical_docs as u64,
             vectors: vector_points as u64,
             pending_erasure: footprint.pending_erasures > 0,
+            live_nodes: nodes.live_nodes,
+            nodes_behind: nodes.behind,
             erased,
             last_erasure_at,
         })

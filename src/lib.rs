@@ -54,6 +54,7 @@ pub mod agent;
 pub mod api;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod context;
 pub mod domain;
 pub mod embed;

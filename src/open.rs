@@ -1,13 +1,20 @@
-//! Opening an engine on the embedded defaults: SQLite in the data directory
-//! (or PostgreSQL when a `postgres://` database URL is given), tantivy and
-//! qdrant-edge beside it, the ONNX embedder from the asset directory. Checks that the vector index was built by the configured model,
+//! Opening an engine. On the embedded defaults: SQLite in the data directory,
+//! tantivy and qdrant-edge beside it, the ONNX embedder from the asset
+//! directory. A `postgres://` URL (`--database-url`, [`StoreUrl`]) puts the
+//! store on PostgreSQL instead. Checks that the vector index was built by the configured model,
 //! then repairs any divergence between the store and the indexes.
+//!
+//! With a Qdrant server ([`VectorBackend::Server`], `--qdrant-url`) the
+//! vectors live in a collection every node shares instead of the data
+//! directory; [`open_node`] also starts following the store's change feed
+//! so that this node's lexical index sees every node's writes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{SharedClock, SystemClock};
+use crate::cluster::LexicalFollower;
 use crate::embed::assets::AssetPaths;
 use crate::embed::onnx::{EmbedderOptions, OnnxEmbedder};
 use crate::embed::Embedder;
@@ -19,6 +26,17 @@ use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::MemoryStore;
 use crate::vector::edge::EdgeVectorIndex;
+use crate::vector::{QdrantServerConfig, QdrantServerIndex, VectorIndex};
+
+/// Where the vectors live.
+#[derive(Clone, Debug, Default)]
+pub enum VectorBackend {
+    /// qdrant-edge in the data directory (one node).
+    #[default]
+    Embedded,
+    /// A collection on a Qdrant server or cluster, shared by every node.
+    Server(QdrantServerConfig),
+}
 
 /// Where things are and how to run them.
 #[derive(Clone, Debug)]
@@ -26,6 +44,7 @@ pub struct EngineConfig {
     pub data_dir: PathBuf,
     pub policy: Policy,
     pub assets_dir: PathBuf,
+    pub vectors: VectorBackend,
     /// `postgres://…` selects the PostgreSQL store; `None` = SQLite in `data_dir`.
     pub database_url: Option<String>,
     /// PostgreSQL connections per node.
@@ -121,14 +140,13 @@ pub async fn open_with(
     clock: SharedClock,
     allow_model_change: bool,
 ) -> Result<(Engine, ReconcileReport)> {
-    let store = SqliteStore::open(&DataDir(data_dir.to_path_buf()).database()).await?;
-    open_with_store(
+    open_with_backend(
         data_dir,
-        Arc::new(store),
         policy,
         embedder,
         clock,
         allow_model_change,
+        &VectorBackend::Embedded,
     )
     .await
 }
@@ -143,6 +161,112 @@ pub async fn open_with_store(
     clock: SharedClock,
     allow_model_change: bool,
 ) -> Result<(Engine, ReconcileReport)> {
+    open_parts(
+        data_dir,
+        store,
+        policy,
+        embedder,
+        clock,
+        allow_model_change,
+        &VectorBackend::Embedded,
+    )
+    .await
+}
+
+/// As [`open_with`], with the vectors on the given backend.
+pub async fn open_with_backend(
+    data_dir: &std::path::Path,
+    policy: Policy,
+    embedder: Arc<dyn Embedder>,
+    clock: SharedClock,
+    allow_model_change: bool,
+    vectors: &VectorBackend,
+) -> Result<(Engine, ReconcileReport)> {
+    let store = Arc::new(SqliteStore::open(&DataDir(data_dir.to_path_buf()).database()).await?);
+    open_parts(
+        data_dir,
+        store,
+        policy,
+        embedder,
+        clock,
+        allow_model_change,
+        vectors,
+    )
+    .await
+}
+
+/// The general form: the given store, the vectors on the given backend, the
+/// lexical index in `data_dir`.
+pub async fn open_parts(
+    data_dir: &std::path::Path,
+    store: Arc<dyn MemoryStore>,
+    policy: Policy,
+    embedder: Arc<dyn Embedder>,
+    clock: SharedClock,
+    allow_model_change: bool,
+    vectors: &VectorBackend,
+) -> Result<(Engine, ReconcileReport)> {
+    let engine = assemble(
+        data_dir,
+        store,
+        policy,
+        embedder,
+        clock,
+        allow_model_change,
+        vectors,
+    )
+    .await?;
+    // Finish any "forget all my data" a crash interrupted before serving.
+    engine.resume_erasures().await?;
+    let report = engine.reconcile().await?;
+    Ok((engine, report))
+}
+
+/// Opens a clustered node: the engine (vectors on `config.vectors`), its
+/// indexes reconciled with the store, and a [`LexicalFollower`] registered
+/// as `node_id` from the feed position read *before* the reconcile. The
+/// caller spawns the follower.
+pub async fn open_node(
+    config: &EngineConfig,
+    node_id: String,
+) -> Result<(Engine, ReconcileReport, LexicalFollower)> {
+    let embedder = load_embedder(&config.assets_dir)?;
+    let store = open_store(config).await?;
+    let engine = assemble(
+        &config.data_dir,
+        store,
+        config.policy.clone(),
+        embedder,
+        Arc::new(SystemClock),
+        false,
+        &config.vectors,
+    )
+    .await?;
+    let head = engine.store().change_feed_head().await?;
+    engine.resume_erasures().await?;
+    let report = engine.reconcile().await?;
+    if report.lexical_removed > 0 {
+        // Documents of memories erased while this node was away: make sure
+        // their text is physically gone from this node's disk too.
+        let lexical = engine.lexical().clone();
+        tokio::task::spawn_blocking(move || lexical.purge())
+            .await
+            .map_err(|e| Error::internal(format!("purge task failed: {e}")))??;
+    }
+    let follower = LexicalFollower::register(engine.clone(), node_id, head).await?;
+    Ok((engine, report, follower))
+}
+
+/// The engine's parts, assembled; no erasure resumed, nothing reconciled.
+async fn assemble(
+    data_dir: &std::path::Path,
+    store: Arc<dyn MemoryStore>,
+    policy: Policy,
+    embedder: Arc<dyn Embedder>,
+    clock: SharedClock,
+    allow_model_change: bool,
+    backend: &VectorBackend,
+) -> Result<Engine> {
     let dirs = DataDir(data_dir.to_path_buf());
     std::fs::create_dir_all(&dirs.0)?;
     let meta = IndexMeta {
@@ -169,7 +293,7 @@ pub async fn open_with_store(
         }
         _ => false,
     };
-    if model_changed {
+    if model_changed && matches!(backend, VectorBackend::Embedded) {
         // Vectors of another model (maybe another dimension) cannot be kept.
         std::fs::remove_dir_all(dirs.vectors()).ok();
     }
@@ -177,33 +301,46 @@ pub async fn open_with_store(
         &dirs.lexical(),
         Duration::from_millis(policy.indexing.commit_delay_ms),
     )?;
-    let vectors = EdgeVectorIndex::open(&dirs.vectors(), embedder.dim())?;
+    let dim = embedder.dim();
+    let vectors: Arc<dyn VectorIndex> = match backend {
+        VectorBackend::Embedded => Arc::new(EdgeVectorIndex::open(&dirs.vectors(), dim)?),
+        VectorBackend::Server(config) => {
+            let config = config.clone();
+            let index = tokio::task::spawn_blocking(move || {
+                if model_changed {
+                    QdrantServerIndex::connect_replacing(&config, dim)
+                } else {
+                    QdrantServerIndex::connect(&config, dim)
+                }
+            })
+            .await
+            .map_err(|e| Error::internal(format!("connecting to Qdrant failed: {e}")))??;
+            Arc::new(index)
+        }
+    };
     meta.write(&dirs.index_meta())?;
-    let engine = Engine::new(Parts {
+    Ok(Engine::new(Parts {
         store,
         lexical: Arc::new(lexical),
-        vectors: Arc::new(vectors),
+        vectors,
         embedder,
         policy: Arc::new(policy),
         clock,
-    });
-    // Finish any "forget all my data" a crash interrupted before serving.
-    engine.resume_erasures().await?;
-    let report = engine.reconcile().await?;
-    Ok((engine, report))
+    }))
 }
 
 /// Opens the engine with the production embedder and the system clock.
 pub async fn open(config: &EngineConfig) -> Result<(Engine, ReconcileReport)> {
     let embedder = load_embedder(&config.assets_dir)?;
     let store = open_store(config).await?;
-    open_with_store(
+    open_parts(
         &config.data_dir,
         store,
         config.policy.clone(),
         embedder,
         Arc::new(SystemClock),
         false,
+        &config.vectors,
     )
     .await
 }

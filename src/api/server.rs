@@ -292,7 +292,26 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || crate::cli::ensure_assets(&g))
         .await
         .context("asset check failed")??;
-    let (engine, report) = crate::open::open(&config.global.engine_config()?).await?;
+    let engine_config = config.global.engine_config()?;
+    // Clustered mode (vectors on a Qdrant server): this node's lexical index
+    // follows the store's change feed, so it sees every node's writes.
+    let (engine, report, follower) = match engine_config.vectors {
+        crate::open::VectorBackend::Embedded => {
+            let (engine, report) = crate::open::open(&engine_config).await?;
+            (engine, report, None)
+        }
+        crate::open::VectorBackend::Server(_) => {
+            let node_id = config.global.cluster.node_id();
+            let (engine, report, follower) =
+                crate::open::open_node(&engine_config, node_id).await?;
+            tracing::info!(
+                node_id = follower.node_id(),
+                position = follower.position(),
+                "following the change feed"
+            );
+            (engine, report, Some(follower))
+        }
+    };
     tracing::info!(
         data_dir = %config.global.data_dir.display(),
         store = config
@@ -303,6 +322,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         memories_indexed = report.store_indexed,
         "engine open"
     );
+    let node_id = follower.as_ref().map(|f| f.node_id().to_string());
+    let follower = follower.map(|f| f.spawn(crate::cluster::FOLLOW_INTERVAL));
     let optimizer = engine.spawn_optimizer();
     let jobs = crate::jobs::spawn_jobs(engine.clone());
     let auth = if config.insecure_dev {
@@ -380,6 +401,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     compactor.abort();
     // Extraction in flight finishes before the store closes.
     agent.wait_idle().await;
+    if let (Some(follower), Some(node_id)) = (follower, node_id) {
+        follower.abort();
+        if let Err(e) = engine.store().remove_node(&node_id).await {
+            tracing::warn!(error = %e, "could not leave the cluster registry");
+        }
+    }
     engine.shutdown().await?;
     force.abort();
     tracing::info!("stopped: indexes committed, store checkpointed");
@@ -397,6 +424,7 @@ mod tests {
             assets_dir: "./assets".into(),
             database_url: None,
             db_pool_size: None,
+            cluster: Default::default(),
             explicit: Default::default(),
         }
     }

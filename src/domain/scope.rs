@@ -44,6 +44,15 @@ impl Owner {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// An owner from its key as the indexes and the change feed store it
+    /// (`u` or `r` and 32 lowercase hex digits); `None` for anything else.
+    pub fn from_key(key: &str) -> Option<Self> {
+        let (kind, digest) = key.split_at_checked(1)?;
+        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        (matches!(kind, "u" | "r") && digest.len() == 32 && digest.bytes().all(hex))
+            .then(|| Owner(key.to_string()))
+    }
 }
 
 /// A retrieval scope: whose memories a query may see.

@@ -216,6 +216,10 @@ pub struct EvalConfig {
     pub cache_dir: Option<PathBuf>,
     /// Parent of the temporary data directories (system temp when `None`).
     pub work_dir: Option<PathBuf>,
+    /// Where the vectors of each run live: the embedded index, or a
+    /// temporary collection (named after the configured one, dropped after
+    /// the run) on the clustered mode's Qdrant server.
+    pub vectors: crate::open::VectorBackend,
 }
 
 impl EvalConfig {
@@ -232,6 +236,7 @@ impl EvalConfig {
             embedder,
             cache_dir: None,
             work_dir: None,
+            vectors: crate::open::VectorBackend::Embedded,
         }
     }
 

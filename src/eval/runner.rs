@@ -74,12 +74,26 @@ pub async fn run_set(
     let mut policy = config.policy.clone();
     policy.lifecycle.reinforce_duplicates = false;
     policy.lifecycle.detect_corrections = false;
-    let (engine, _) = crate::open::open_with(
+    // On a Qdrant server, each run gets its own collection, dropped below.
+    let vectors = match &config.vectors {
+        crate::open::VectorBackend::Server(server) => {
+            let mut server = server.clone();
+            server.collection = format!(
+                "{}_eval_{}",
+                server.collection,
+                uuid::Uuid::new_v4().simple()
+            );
+            crate::open::VectorBackend::Server(server)
+        }
+        embedded => embedded.clone(),
+    };
+    let (engine, _) = crate::open::open_with_backend(
         tmp.path(),
         policy,
         config.embedder.clone(),
         Arc::new(clock.clone()),
         false,
+        &vectors,
     )
     .await?;
     let result = async {
@@ -93,6 +107,16 @@ pub async fn run_set(
     .await;
     engine.shutdown().await.ok();
     drop(engine);
+    if let crate::open::VectorBackend::Server(server) = vectors {
+        let dim = config.embedder.dim();
+        let dropped = tokio::task::spawn_blocking(move || {
+            crate::vector::QdrantServerIndex::connect(&server, dim)?.drop_collection()
+        })
+        .await;
+        if !matches!(dropped, Ok(Ok(()))) {
+            tracing::warn!("could not drop the evaluation's temporary Qdrant collection");
+        }
+    }
     let (ingest_secs, embeddings_cached, mut runs) = result?;
     let ingest_per_s = set.docs.len() as f64 / ingest_secs.max(1e-9);
     for r in &mut runs {

@@ -402,6 +402,55 @@ pub trait MemoryStore: Send + Sync {
     /// Returns how many rows were new.
     async fn import_rows(&self, table: &Table, rows: &[Vec<Value>]) -> Result<u64>;
     async fn count_rows(&self, table: &Table) -> Result<u64>;
+
+    // ----- clustered mode: the change feed and its followers -------------
+
+    /// The feed position of the latest committed change (0 when none): a
+    /// node that rebuilds its indexes from the store first reads this, then
+    /// follows the feed from it.
+    async fn change_feed_head(&self) -> Result<i64>;
+    /// Up to `limit` changes after position `after`, oldest first. Contract:
+    /// a change is never skipped — once a change at position p is returned,
+    /// every change that will ever be committed at a position below p has
+    /// been returned too (a backend whose sequence values can commit out of
+    /// order must hold back the rows it cannot yet vouch for).
+    async fn index_changes(&self, after: i64, limit: usize) -> Result<Vec<IndexChange>>;
+    /// Records that `node_id` has applied the feed up to `applied` (and is
+    /// alive at `at`); registers the node on first call.
+    async fn node_heartbeat(&self, node_id: &str, applied: i64, at: DateTime<Utc>) -> Result<()>;
+    /// Removes a node from the registry (clean shutdown).
+    async fn remove_node(&self, node_id: &str) -> Result<()>;
+    /// The nodes alive since `live_since`, and which of them have not yet
+    /// applied the latest erasure of `owner_key`.
+    async fn erasure_progress(
+        &self,
+        owner_key: &str,
+        live_since: DateTime<Utc>,
+    ) -> Result<ErasureProgress>;
+}
+
+/// One entry of the change feed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexChange {
+    /// The feed position, to resume after.
+    pub position: i64,
+    pub kind: ChangeKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// The memory changed (or was purged): re-read it from the store.
+    Memory(Uuid),
+    /// Every document of this owner (`Owner::as_str`) must be erased.
+    Erasure(String),
+}
+
+/// How far the live nodes are with an owner's erasure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErasureProgress {
+    pub live_nodes: u64,
+    /// Live nodes that have not applied the erasure yet.
+    pub behind: Vec<String>,
 }
 
 /// A memory as the weekly cleanup sees it.

@@ -46,22 +46,15 @@ use qdrant_edge::{
     DEFAULT_VECTOR_NAME,
 };
 use qdrant_edge::{CreateIndex, FieldIndexOperations};
-use serde_json::json;
 use uuid::Uuid;
 
-use super::{VectorIndex, VectorPoint};
+use super::{
+    check_points_dim, check_query_dim, keyword_filter, payload_json, VectorIndex, VectorPoint,
+    F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
+};
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
-
-const F_OWNER: &str = "owner";
-const F_TIER: &str = "tier";
-const F_THREAD: &str = "thread_id";
-const F_STATUS: &str = "status";
-const F_KIND: &str = "kind";
-const F_CREATED: &str = "created_at_ms";
-const F_IMPORTANCE: &str = "importance";
-const F_VERSION: &str = "version";
 
 /// Page size of the scroll behind `entries`.
 const SCROLL_PAGE: usize = 1024;
@@ -110,72 +103,28 @@ fn owner_filter(owner: &Owner) -> Filter {
 }
 
 /// Translates an [`IndexFilter`] into the engine's filter, or `None` when it
-/// can match nothing (no clauses, no statuses, or an empty kind list): an
-/// empty `should` or `any` must never reach the engine.
-pub(crate) fn translate_filter(filter: &IndexFilter) -> Option<Filter> {
-    if filter.clauses.is_empty()
-        || filter.statuses.is_empty()
-        || filter.kinds.as_ref().is_some_and(|k| k.is_empty())
-    {
-        return None;
-    }
-    let clauses: Vec<Condition> = filter
+/// can match nothing.
+fn translate_filter(filter: &IndexFilter) -> Option<Filter> {
+    let kf = keyword_filter(filter)?;
+    let clauses = kf
         .clauses
         .iter()
         .map(|c| {
-            let mut must = vec![
-                keyword(F_OWNER, c.owner.as_str()),
-                keyword(F_TIER, c.tier.as_str()),
-            ];
-            if let Some(thread) = &c.thread_id {
-                must.push(keyword(F_THREAD, thread));
-            }
             Condition::Filter(Filter {
-                must: Some(must),
+                must: Some(c.iter().map(|(f, v)| keyword(f, v)).collect()),
                 ..Filter::default()
             })
         })
         .collect();
-    let mut must = vec![
-        Condition::Filter(Filter {
-            should: Some(clauses),
-            ..Filter::default()
-        }),
-        keyword_any(
-            F_STATUS,
-            filter
-                .statuses
-                .iter()
-                .map(|s| s.as_str().to_string())
-                .collect(),
-        ),
-    ];
-    if let Some(kinds) = &filter.kinds {
-        must.push(keyword_any(
-            F_KIND,
-            kinds.iter().map(|k| k.as_str().to_string()).collect(),
-        ));
-    }
+    let mut must = vec![Condition::Filter(Filter {
+        should: Some(clauses),
+        ..Filter::default()
+    })];
+    must.extend(kf.any_of.into_iter().map(|(f, v)| keyword_any(f, v)));
     Some(Filter {
         must: Some(must),
         ..Filter::default()
     })
-}
-
-fn payload(p: &VectorPoint) -> serde_json::Value {
-    let mut v = json!({
-        F_OWNER: p.owner.as_str(),
-        F_TIER: p.tier.as_str(),
-        F_STATUS: p.status.as_str(),
-        F_KIND: p.kind.as_str(),
-        F_CREATED: p.created_at_ms,
-        F_IMPORTANCE: p.importance,
-        F_VERSION: p.version,
-    });
-    if let Some(thread) = &p.thread_id {
-        v[F_THREAD] = json!(thread);
-    }
-    v
 }
 
 fn point_uuid(id: PointId) -> Result<Uuid> {
@@ -346,18 +295,11 @@ impl VectorIndex for EdgeVectorIndex {
         if points.is_empty() {
             return Ok(());
         }
-        if let Some(bad) = points.iter().find(|p| p.vector.len() != self.dim) {
-            return Err(Error::Vector(format!(
-                "point {} has a {}-dimensional vector; the index holds {}-dimensional ones",
-                bad.id,
-                bad.vector.len(),
-                self.dim
-            )));
-        }
+        check_points_dim(&points, self.dim)?;
         let points = points
             .into_iter()
             .map(|p| {
-                let payload = payload(&p);
+                let payload = payload_json(&p);
                 PointStruct::new(PointId::Uuid(p.id), p.vector, payload).into()
             })
             .collect();
@@ -408,13 +350,7 @@ impl VectorIndex for EdgeVectorIndex {
         filter: &IndexFilter,
         limit: usize,
     ) -> Result<Vec<(Uuid, f32)>> {
-        if vector.len() != self.dim {
-            return Err(Error::Vector(format!(
-                "query vector has {} dimensions; the index holds {}-dimensional ones",
-                vector.len(),
-                self.dim
-            )));
-        }
+        check_query_dim(vector, self.dim)?;
         let Some(filter) = translate_filter(filter) else {
             return Ok(Vec::new());
         };
@@ -560,222 +496,18 @@ mod tests {
     use super::*;
     use crate::domain::scope::{Scope, ScopeClause};
     use crate::domain::{Kind, Status, Tier};
+    use crate::vector::contract::*;
 
-    fn point(id: Uuid, vector: Vec<f32>, owner: &Owner, tier: Tier) -> VectorPoint {
-        VectorPoint {
-            id,
-            vector,
-            owner: owner.clone(),
-            tier,
-            thread_id: None,
-            status: Status::Active,
-            kind: Kind::Fact,
-            created_at_ms: 1_700_000_000_000,
-            importance: 0.5,
-            version: 1,
-        }
-    }
-
-    fn random_vec(rng: &mut StdRng, dim: usize) -> Vec<f32> {
-        (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect()
-    }
-
-    fn cosine(a: &[f32], b: &[f32]) -> f32 {
-        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-        let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-        dot / (na * nb)
-    }
-
-    fn alice() -> Owner {
-        Owner::user("default", "alice")
-    }
-
-    fn bob() -> Owner {
-        Owner::user("default", "bob")
-    }
-
-    fn ids(hits: &[(Uuid, f32)]) -> Vec<Uuid> {
-        hits.iter().map(|h| h.0).collect()
-    }
-
-    fn sorted(mut v: Vec<(Uuid, i64)>) -> Vec<(Uuid, i64)> {
-        v.sort();
-        v
-    }
-
-    fn alice_long_term() -> IndexFilter {
-        Scope::user("alice")
-            .with_tiers(vec![Tier::LongTerm])
-            .filter()
-    }
-
-    #[test]
-    fn nearest_first_with_cosine_scores() {
+    fn edge_fixture(dim: usize) -> Fixture {
         let dir = TempDir::new().unwrap();
-        let idx = EdgeVectorIndex::open(dir.path(), 3).unwrap();
-        assert_eq!(idx.dim(), 3);
-        let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
-        idx.upsert(vec![
-            point(a, vec![2.0, 0.0, 0.0], &alice(), Tier::LongTerm),
-            point(b, vec![1.0, 1.0, 0.0], &alice(), Tier::LongTerm),
-            point(c, vec![0.0, 0.0, 1.0], &alice(), Tier::LongTerm),
-        ])
-        .unwrap();
-        let q = [1.0, 0.2, 0.0];
-        let hits = idx.search(&q, &alice_long_term(), 10).unwrap();
-        assert_eq!(ids(&hits), vec![a, b, c]);
-        let expected = [
-            cosine(&q, &[2.0, 0.0, 0.0]),
-            cosine(&q, &[1.0, 1.0, 0.0]),
-            cosine(&q, &[0.0, 0.0, 1.0]),
-        ];
-        for (hit, want) in hits.iter().zip(expected) {
-            assert!(
-                (hit.1 - want).abs() < 1e-4,
-                "score {} != cosine {want}",
-                hit.1
-            );
-        }
-        // The limit is honoured, best first.
-        assert_eq!(
-            ids(&idx.search(&q, &alice_long_term(), 1).unwrap()),
-            vec![a]
-        );
-        assert!(idx.search(&q, &alice_long_term(), 0).unwrap().is_empty());
-        // Wrong dimensions are refused, not truncated.
-        assert!(matches!(
-            idx.search(&[1.0, 0.0], &alice_long_term(), 5),
-            Err(Error::Vector(_))
-        ));
-        let err = idx
-            .upsert(vec![point(
-                Uuid::now_v7(),
-                vec![1.0; 4],
-                &alice(),
-                Tier::LongTerm,
-            )])
-            .unwrap_err();
-        assert!(err.to_string().contains('4'), "{err}");
+        let idx = EdgeVectorIndex::open(&dir.path().join("vectors"), dim).unwrap();
+        Fixture::new(std::sync::Arc::new(idx)).keeping(dir)
     }
 
-    #[test]
-    fn upsert_with_the_same_id_replaces_vector_and_payload() {
-        let dir = TempDir::new().unwrap();
-        let idx = EdgeVectorIndex::open(dir.path(), 2).unwrap();
-        let id = Uuid::now_v7();
-        let mut p = point(id, vec![1.0, 0.0], &alice(), Tier::Working);
-        p.thread_id = Some("t1".into());
-        idx.upsert(vec![p.clone()]).unwrap();
-        let t1 = Scope::user("alice")
-            .with_thread("t1")
-            .with_tiers(vec![Tier::Working])
-            .filter();
-        assert_eq!(ids(&idx.search(&[1.0, 0.0], &t1, 5).unwrap()), vec![id]);
-
-        // Same id, new vector, no thread, new version, long-term tier.
-        let mut q = point(id, vec![0.0, 1.0], &alice(), Tier::LongTerm);
-        q.version = 2;
-        idx.upsert(vec![q]).unwrap();
-        assert_eq!(idx.entries().unwrap(), vec![(id, 2)]);
-        assert_eq!(idx.count_owner(&alice()).unwrap(), 1);
-        assert!(
-            idx.search(&[1.0, 0.0], &t1, 5).unwrap().is_empty(),
-            "old payload must be gone"
-        );
-        let hits = idx.search(&[0.0, 1.0], &alice_long_term(), 5).unwrap();
-        assert_eq!(ids(&hits), vec![id]);
-        assert!((hits[0].1 - 1.0).abs() < 1e-4, "the new vector is searched");
-    }
-
-    /// A fixed population over owners, tiers, threads, statuses and kinds.
-    fn population(rng: &mut StdRng, dim: usize, n: usize, tenant: &str) -> Vec<VectorPoint> {
-        let owners = [
-            Owner::user(tenant, "alice"),
-            Owner::user(tenant, "bob"),
-            Owner::user(tenant, "carol"),
-            Owner::reference(tenant),
-        ];
-        let threads = [None, Some("t1"), Some("t2")];
-        (0..n)
-            .map(|_| {
-                let owner = owners[rng.random_range(0..owners.len())].clone();
-                let tier = if owner == Owner::reference(tenant) {
-                    Tier::Reference
-                } else {
-                    [Tier::Working, Tier::LongTerm][rng.random_range(0..2)]
-                };
-                VectorPoint {
-                    id: Uuid::new_v4(),
-                    vector: random_vec(rng, dim),
-                    owner,
-                    tier,
-                    thread_id: threads[rng.random_range(0..3)].map(str::to_string),
-                    status: Status::ALL[rng.random_range(0..Status::ALL.len())],
-                    kind: Kind::ALL[rng.random_range(0..Kind::ALL.len())],
-                    created_at_ms: rng.random_range(0..1_000_000),
-                    importance: rng.random(),
-                    version: rng.random_range(1..10),
-                }
-            })
-            .collect()
-    }
-
-    fn matching(points: &[VectorPoint], f: &IndexFilter) -> HashSet<Uuid> {
-        points
-            .iter()
-            .filter(|p| f.matches(&p.owner, p.tier, p.thread_id.as_deref(), p.status, p.kind))
-            .map(|p| p.id)
-            .collect()
-    }
-
-    #[test]
-    fn filters_isolate_owners_tiers_threads_statuses_and_kinds() {
-        let dir = TempDir::new().unwrap();
-        let idx = EdgeVectorIndex::open(dir.path(), 8).unwrap();
-        let mut rng = StdRng::seed_from_u64(7);
-        let points = population(&mut rng, 8, 300, "default");
-        idx.upsert(points.clone()).unwrap();
-        let mut scopes = vec![
-            Scope::user("alice"),
-            Scope::user("alice").with_thread("t1"),
-            Scope::user("bob")
-                .with_thread("t2")
-                .with_tiers(vec![Tier::Working]),
-            Scope::user("carol").with_tiers(vec![Tier::Reference]),
-            Scope::user("nobody"),
-        ];
-        let mut pending = Scope::user("bob").with_thread("t1");
-        pending.include_pending = true;
-        pending.kinds = Some(vec![Kind::Fact, Kind::Event]);
-        scopes.push(pending);
-        let q = random_vec(&mut rng, 8);
-        for scope in scopes {
-            let f = scope.filter();
-            let want = matching(&points, &f);
-            let got = idx.search(&q, &f, 1000).unwrap();
-            assert_eq!(
-                ids(&got).into_iter().collect::<HashSet<_>>(),
-                want,
-                "{scope:?}"
-            );
-            // A small limit returns the best of exactly that set.
-            let top = idx.search(&q, &f, 3).unwrap();
-            assert_eq!(top.len(), want.len().min(3));
-            assert!(top.iter().all(|h| want.contains(&h.0)));
-            assert!(got.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
-        }
-        // Bob's points are never candidates for Alice, whatever the limit.
-        let bob_ids: HashSet<_> = points
-            .iter()
-            .filter(|p| p.owner == bob())
-            .map(|p| p.id)
-            .collect();
-        assert!(!bob_ids.is_empty());
-        let got = idx
-            .search(&q, &Scope::user("alice").with_thread("t1").filter(), 1000)
-            .unwrap();
-        assert!(got.iter().all(|h| !bob_ids.contains(&h.0)));
+    /// The contract every vector backend passes.
+    mod contract {
+        use super::edge_fixture;
+        crate::vector::contract::vector_contract_tests!(edge_fixture);
     }
 
     fn arb_filter(tenant: String) -> impl Strategy<Value = IndexFilter> {
@@ -860,89 +592,6 @@ mod tests {
                 Ok::<(), TestCaseError>(())
             })
             .unwrap();
-    }
-
-    #[test]
-    fn empty_clauses_statuses_or_kinds_return_nothing() {
-        let dir = TempDir::new().unwrap();
-        let idx = EdgeVectorIndex::open(dir.path(), 2).unwrap();
-        idx.upsert(vec![point(
-            Uuid::now_v7(),
-            vec![1.0, 0.0],
-            &alice(),
-            Tier::LongTerm,
-        )])
-        .unwrap();
-        let full = alice_long_term();
-        assert_eq!(idx.search(&[1.0, 0.0], &full, 5).unwrap().len(), 1);
-        let no_clauses = IndexFilter {
-            clauses: vec![],
-            ..full.clone()
-        };
-        assert!(idx.search(&[1.0, 0.0], &no_clauses, 5).unwrap().is_empty());
-        let no_statuses = IndexFilter {
-            statuses: vec![],
-            ..full.clone()
-        };
-        assert!(idx.search(&[1.0, 0.0], &no_statuses, 5).unwrap().is_empty());
-        let no_kinds = IndexFilter {
-            kinds: Some(vec![]),
-            ..full.clone()
-        };
-        assert!(idx.search(&[1.0, 0.0], &no_kinds, 5).unwrap().is_empty());
-        assert!(translate_filter(&no_clauses).is_none());
-        assert!(translate_filter(&full).is_some());
-    }
-
-    #[test]
-    fn delete_and_delete_owner_leave_the_others_alone() {
-        let dir = TempDir::new().unwrap();
-        let idx = EdgeVectorIndex::open(dir.path(), 4).unwrap();
-        let mut rng = StdRng::seed_from_u64(3);
-        let mut points = Vec::new();
-        for (owner, n) in [(alice(), 5), (bob(), 7), (Owner::user("other", "alice"), 3)] {
-            for _ in 0..n {
-                points.push(point(
-                    Uuid::now_v7(),
-                    random_vec(&mut rng, 4),
-                    &owner,
-                    Tier::LongTerm,
-                ));
-            }
-        }
-        idx.upsert(points.clone()).unwrap();
-        assert_eq!(idx.count_owner(&alice()).unwrap(), 5);
-        assert_eq!(idx.count_owner(&bob()).unwrap(), 7);
-
-        // Delete one of alice's points, plus an unknown id (not an error).
-        let gone = points[0].id;
-        idx.delete(&[gone, Uuid::now_v7()]).unwrap();
-        idx.delete(&[]).unwrap();
-        assert_eq!(idx.count_owner(&alice()).unwrap(), 4);
-        assert!(!idx.entries().unwrap().iter().any(|e| e.0 == gone));
-
-        assert_eq!(idx.delete_owner(&bob()).unwrap(), 7);
-        assert_eq!(idx.count_owner(&bob()).unwrap(), 0);
-        assert_eq!(
-            idx.delete_owner(&bob()).unwrap(),
-            0,
-            "second time: nothing left"
-        );
-        let q = random_vec(&mut rng, 4);
-        assert!(idx
-            .search(&q, &Scope::user("bob").filter(), 100)
-            .unwrap()
-            .is_empty());
-        // Alice (here and in the other tenant) is untouched.
-        assert_eq!(idx.count_owner(&alice()).unwrap(), 4);
-        assert_eq!(idx.count_owner(&Owner::user("other", "alice")).unwrap(), 3);
-        let left: HashSet<_> = idx.entries().unwrap().into_iter().map(|e| e.0).collect();
-        let want: HashSet<_> = points
-            .iter()
-            .filter(|p| p.owner != bob() && p.id != gone)
-            .map(|p| p.id)
-            .collect();
-        assert_eq!(left, want);
     }
 
     #[test]
@@ -1065,30 +714,6 @@ mod tests {
         // The directory was not damaged by the failed open.
         let idx = EdgeVectorIndex::open(dir.path(), 4).unwrap();
         assert_eq!(idx.entries().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn clear_removes_everything_and_the_index_stays_usable() {
-        let dir = TempDir::new().unwrap();
-        let path = dir.path().join("vectors");
-        let idx = EdgeVectorIndex::open(&path, 4).unwrap();
-        let mut rng = StdRng::seed_from_u64(9);
-        idx.upsert(population(&mut rng, 4, 50, "default")).unwrap();
-        assert_eq!(idx.entries().unwrap().len(), 50);
-        idx.clear().unwrap();
-        assert!(idx.entries().unwrap().is_empty());
-        assert_eq!(idx.count_owner(&alice()).unwrap(), 0);
-        let id = Uuid::now_v7();
-        idx.upsert(vec![point(id, vec![1.0; 4], &alice(), Tier::LongTerm)])
-            .unwrap();
-        assert_eq!(
-            ids(&idx.search(&[1.0; 4], &alice_long_term(), 5).unwrap()),
-            vec![id]
-        );
-        idx.flush().unwrap();
-        drop(idx);
-        let idx = EdgeVectorIndex::open(&path, 4).unwrap();
-        assert_eq!(idx.entries().unwrap(), vec![(id, 1)]);
     }
 
     #[test]

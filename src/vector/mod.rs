@@ -12,12 +12,21 @@
 //! - Methods are synchronous and may block: call them off the async runtime.
 
 pub mod edge;
+pub mod qdrant;
 
+#[cfg(test)]
+pub(crate) mod contract;
+
+use std::sync::Arc;
+
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::domain::scope::IndexFilter;
 use crate::domain::{Kind, Owner, Status, Tier};
 use crate::error::Result;
+
+pub use self::qdrant::{QdrantServerConfig, QdrantServerIndex};
 
 /// The payload a point carries besides its vector.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,4 +69,112 @@ pub trait VectorIndex: Send + Sync {
     fn optimize(&self) -> Result<()>;
     /// Removes every point (used by `reindex`).
     fn clear(&self) -> Result<()>;
+}
+
+/// Connects to a Qdrant server as the vector index (creating the collection
+/// if needed): what `--qdrant-url` selects, and what `mnemo migrate
+/// --vectors-to` writes into.
+pub fn connect_server(config: &QdrantServerConfig, dim: usize) -> Result<Arc<dyn VectorIndex>> {
+    Ok(Arc::new(QdrantServerIndex::connect(config, dim)?))
+}
+
+/// Refuses a query vector of the wrong dimension (never truncated).
+pub(crate) fn check_query_dim(vector: &[f32], dim: usize) -> Result<()> {
+    if vector.len() != dim {
+        return Err(crate::error::Error::Vector(format!(
+            "query vector has {} dimensions; the index holds {dim}-dimensional ones",
+            vector.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a batch holding a vector of the wrong dimension.
+pub(crate) fn check_points_dim(points: &[VectorPoint], dim: usize) -> Result<()> {
+    match points.iter().find(|p| p.vector.len() != dim) {
+        Some(bad) => Err(crate::error::Error::Vector(format!(
+            "point {} has a {}-dimensional vector; the index holds {dim}-dimensional ones",
+            bad.id,
+            bad.vector.len()
+        ))),
+        None => Ok(()),
+    }
+}
+
+// The payload every backend stores, and its keys.
+pub(crate) const F_OWNER: &str = "owner";
+pub(crate) const F_TIER: &str = "tier";
+pub(crate) const F_THREAD: &str = "thread_id";
+pub(crate) const F_STATUS: &str = "status";
+pub(crate) const F_KIND: &str = "kind";
+pub(crate) const F_CREATED: &str = "created_at_ms";
+pub(crate) const F_IMPORTANCE: &str = "importance";
+pub(crate) const F_VERSION: &str = "version";
+
+/// A point's payload as JSON: `owner`, `tier`, `status`, `kind` (keywords),
+/// `thread_id` (absent when none), `created_at_ms`, `version` (integers) and
+/// `importance` (float).
+pub(crate) fn payload_json(p: &VectorPoint) -> serde_json::Value {
+    let mut v = json!({
+        F_OWNER: p.owner.as_str(),
+        F_TIER: p.tier.as_str(),
+        F_STATUS: p.status.as_str(),
+        F_KIND: p.kind.as_str(),
+        F_CREATED: p.created_at_ms,
+        F_IMPORTANCE: p.importance,
+        F_VERSION: p.version,
+    });
+    if let Some(thread) = &p.thread_id {
+        v[F_THREAD] = json!(thread);
+    }
+    v
+}
+
+/// An [`IndexFilter`] reduced to keyword matches, which each backend writes
+/// in its own filter types: a point passes when it matches every key of at
+/// least one clause, and one of the values of every `any_of` key.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct KeywordFilter {
+    pub clauses: Vec<Vec<(&'static str, String)>>,
+    pub any_of: Vec<(&'static str, Vec<String>)>,
+}
+
+/// `None` when the filter can match nothing (no clauses, no statuses, or an
+/// empty kind list): an empty `should` or `any` must never reach an engine.
+pub(crate) fn keyword_filter(filter: &IndexFilter) -> Option<KeywordFilter> {
+    if filter.clauses.is_empty()
+        || filter.statuses.is_empty()
+        || filter.kinds.as_ref().is_some_and(|k| k.is_empty())
+    {
+        return None;
+    }
+    let clauses = filter
+        .clauses
+        .iter()
+        .map(|c| {
+            let mut must = vec![
+                (F_OWNER, c.owner.as_str().to_string()),
+                (F_TIER, c.tier.as_str().to_string()),
+            ];
+            if let Some(thread) = &c.thread_id {
+                must.push((F_THREAD, thread.clone()));
+            }
+            must
+        })
+        .collect();
+    let mut any_of = vec![(
+        F_STATUS,
+        filter
+            .statuses
+            .iter()
+            .map(|s| s.as_str().to_string())
+            .collect(),
+    )];
+    if let Some(kinds) = &filter.kinds {
+        any_of.push((
+            F_KIND,
+            kinds.iter().map(|k| k.as_str().to_string()).collect(),
+        ));
+    }
+    Some(KeywordFilter { clauses, any_of })
 }

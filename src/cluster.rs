@@ -1,0 +1,625 @@
+//! Clustered mode: several stateless `mnemo serve` nodes in front of one
+//! store and one Qdrant collection. The vectors are shared (Qdrant); the
+//! lexical index is not: every node keeps its own tantivy index, derived from
+//! the store like everything else, and this module keeps it current.
+//!
+//! **Design.** The store has a change feed (`index_changes`, written by
+//! triggers in the same transaction as every audit event and every erasure
+//! receipt, so no write path can forget it). Each node:
+//! 1. at start reads the feed head, *then* reconciles its indexes with the
+//!    store (so a change committed during the reconcile is applied again
+//!    afterwards, never missed) and purges if the reconcile removed anything
+//!    (a node that was down during an erasure loses the erased text there);
+//! 2. runs a [`LexicalFollower`]: every interval it reads the changes after
+//!    its cursor, re-reads the changed memories from the store and upserts or
+//!    deletes their documents (the store is the truth, so applying a change
+//!    twice, or out of date, converges), applies erasures (delete the owner's
+//!    documents, then purge, so the text is physically gone), commits, and
+//!    records its cursor and a heartbeat in the `nodes` table.
+//!
+//! A node also indexes its own writes directly (read-your-writes on the node
+//! that took the request); the feed brings them to the others within one
+//! interval, and re-applies them harmlessly on the writer.
+//!
+//! **Ordering.** Changes are applied in feed order, erasures included, so an
+//! owner erased and then given a new memory ends with that memory indexed.
+//! The store contract says a change is never skipped: SQLite serializes its
+//! writers, so positions commit in order; a PostgreSQL store must not return
+//! a row past one whose transaction may still commit below it (see the
+//! `index_changes` contract in [`crate::store`]).
+//!
+//! **Erasure across nodes.** `verify_erasure` asks the store which live nodes
+//! (heartbeat within [`NODE_LIVENESS`]) have not applied the erasure's feed
+//! entry yet; until none has, the verification says `erased: false` and
+//! names them. A node that is down is not waited for: it cannot serve, and
+//! its start-up reconcile and purge remove the erased text before it does.
+//!
+//! **Threading.** The follower is a task on the async runtime; index work
+//! runs in `spawn_blocking`. One follower per node.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::open::VectorBackend;
+use crate::vector::QdrantServerConfig;
+
+use crate::domain::Owner;
+use crate::error::{Error, Result};
+use crate::service::{lexical_doc, Engine};
+use crate::store::{ChangeKind, IndexChange};
+
+/// A node whose last heartbeat is older than this is considered gone.
+pub const NODE_LIVENESS: Duration = Duration::from_secs(30);
+/// How often a node polls the feed (and heartbeats) by default.
+pub const FOLLOW_INTERVAL: Duration = Duration::from_secs(1);
+/// Changes read per store round trip.
+const BATCH: usize = 1000;
+
+/// The command-line and environment settings of clustered mode.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// Clustered mode: keep the vectors in this Qdrant server's collection
+    /// (gRPC URL, e.g. `http://qdrant:6334`) instead of the data directory.
+    #[arg(long, env = "MNEMO_QDRANT_URL", global = true)]
+    pub qdrant_url: Option<String>,
+    /// The Qdrant API key, if the server requires one (prefer the
+    /// environment variable: command lines are visible to other users).
+    #[arg(
+        long,
+        env = "MNEMO_QDRANT_API_KEY",
+        global = true,
+        hide_env_values = true
+    )]
+    pub qdrant_api_key: Option<String>,
+    /// The Qdrant collection every node shares.
+    #[arg(
+        long,
+        env = "MNEMO_QDRANT_COLLECTION",
+        default_value = crate::vector::qdrant::DEFAULT_COLLECTION,
+        global = true
+    )]
+    pub qdrant_collection: String,
+    /// This node's name in the cluster registry (clustered `serve`); the host
+    /// name with a random suffix when absent.
+    #[arg(long, env = "MNEMO_NODE_ID", global = true)]
+    pub node_id: Option<String>,
+}
+
+impl Default for ClusterArgs {
+    fn default() -> Self {
+        ClusterArgs {
+            qdrant_url: None,
+            qdrant_api_key: None,
+            qdrant_collection: crate::vector::qdrant::DEFAULT_COLLECTION.to_string(),
+            node_id: None,
+        }
+    }
+}
+
+impl ClusterArgs {
+    /// The embedded index, or the Qdrant server `--qdrant-url` names.
+    pub fn vector_backend(&self) -> VectorBackend {
+        match self.qdrant_url.as_deref().filter(|u| !u.is_empty()) {
+            None => VectorBackend::Embedded,
+            Some(url) => {
+                let mut config = QdrantServerConfig::new(url);
+                config.api_key = self.qdrant_api_key.clone().filter(|k| !k.is_empty());
+                config.collection = self.qdrant_collection.clone();
+                VectorBackend::Server(config)
+            }
+        }
+    }
+
+    /// The configured node id, or a fresh default one.
+    pub fn node_id(&self) -> String {
+        self.node_id
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(default_node_id)
+    }
+}
+
+/// What one [`LexicalFollower::step`] applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FollowStats {
+    pub changes: usize,
+    pub upserted: usize,
+    pub removed: usize,
+    pub erasures: usize,
+    /// The feed position the node has applied up to.
+    pub position: i64,
+}
+
+/// Keeps this node's lexical index in line with the store's change feed.
+pub struct LexicalFollower {
+    engine: Engine,
+    node_id: String,
+    position: i64,
+}
+
+impl LexicalFollower {
+    /// Registers the node as having applied the feed up to `position` (the
+    /// head read *before* the start-up reconcile).
+    pub async fn register(engine: Engine, node_id: String, position: i64) -> Result<Self> {
+        crate::domain::memory::validate_id("node_id", &node_id)?;
+        let now = engine.clock().now();
+        engine
+            .store()
+            .node_heartbeat(&node_id, position, now)
+            .await?;
+        Ok(LexicalFollower {
+            engine,
+            node_id,
+            position,
+        })
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    pub fn position(&self) -> i64 {
+        self.position
+    }
+
+    /// Applies every change after the cursor, commits, then records the new
+    /// cursor (only once the documents are committed) and a heartbeat.
+    pub async fn step(&mut self) -> Result<FollowStats> {
+        let mut stats = FollowStats::default();
+        loop {
+            let changes = self
+                .engine
+                .store()
+                .index_changes(self.position, BATCH)
+                .await?;
+            let Some(last) = changes.last().map(|c| c.position) else {
+                break;
+            };
+            stats.changes += changes.len();
+            self.apply(&changes, &mut stats).await?;
+            self.position = last;
+            if changes.len() < BATCH {
+                break;
+            }
+        }
+        if stats.changes > 0 {
+            let lexical = self.engine.lexical().clone();
+            blocking(move || lexical.commit()).await?;
+        }
+        stats.position = self.position;
+        let now = self.engine.clock().now();
+        self.engine
+            .store()
+            .node_heartbeat(&self.node_id, self.position, now)
+            .await?;
+        Ok(stats)
+    }
+
+    /// Applies changes in feed order: runs of memory changes in one batch,
+    /// each erasure where it falls.
+    async fn apply(&self, changes: &[IndexChange], stats: &mut FollowStats) -> Result<()> {
+        let mut run: Vec<Uuid> = Vec::new();
+        for change in changes {
+            match &change.kind {
+                ChangeKind::Memory(id) => run.push(*id),
+                ChangeKind::Erasure(owner) => {
+                    self.apply_memories(std::mem::take(&mut run), stats).await?;
+                    self.apply_erasure(owner).await?;
+                    stats.erasures += 1;
+                }
+            }
+        }
+        self.apply_memories(run, stats).await
+    }
+
+    async fn apply_memories(&self, mut ids: Vec<Uuid>, stats: &mut FollowStats) -> Result<()> {
+        let mut seen = HashSet::new();
+        ids.retain(|id| seen.insert(*id));
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let found = self.engine.store().get_many(&ids).await?;
+        let mut docs = Vec::new();
+        let mut removed = Vec::new();
+        for id in ids {
+            match found.get(&id) {
+                Some(m) if m.status.is_indexed() => docs.push(lexical_doc(m)),
+                // Deleted, expired, purged or erased: not in the index.
+                _ => removed.push(id),
+            }
+        }
+        stats.upserted += docs.len();
+        stats.removed += removed.len();
+        let lexical = self.engine.lexical().clone();
+        blocking(move || {
+            lexical.delete(&removed)?;
+            lexical.upsert(docs)
+        })
+        .await
+    }
+
+    async fn apply_erasure(&self, owner_key: &str) -> Result<()> {
+        let owner = Owner::from_key(owner_key)
+            .ok_or_else(|| Error::internal("malformed owner key in the change feed"))?;
+        let lexical = self.engine.lexical().clone();
+        let n = blocking(move || {
+            let n = lexical.delete_owner(&owner)?;
+            lexical.purge()?;
+            Ok(n)
+        })
+        .await?;
+        // Counts only: never the owner key (it identifies a user).
+        tracing::info!(lexical_docs = n, "applied an erasure from the change feed");
+        Ok(())
+    }
+
+    /// Runs [`step`](Self::step) every `interval` until the task is aborted;
+    /// failures are logged and retried at the next tick.
+    pub fn spawn(mut self, interval: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                match self.step().await {
+                    Ok(s) if s.changes > 0 => tracing::debug!(
+                        changes = s.changes,
+                        upserted = s.upserted,
+                        removed = s.removed,
+                        erasures = s.erasures,
+                        position = s.position,
+                        "followed the change feed"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "following the change feed failed"),
+                }
+            }
+        })
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("follower task failed: {e}")))?
+}
+
+/// A node id for this process when none is configured: the host name (when
+/// known) and a random suffix, so a restarted node registers afresh.
+pub fn default_node_id() -> String {
+    let suffix = Uuid::new_v4().simple().to_string();
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty() && h.len() <= 64)
+        .map(|h| {
+            h.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect::<String>()
+        });
+    match host {
+        Some(h) => format!("{h}-{}", &suffix[..8]),
+        None => format!("node-{}", &suffix[..12]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::{TimeZone, Utc};
+    use tempfile::TempDir;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::domain::{NewMemory, Scope, Tier};
+    use crate::embed::hashing::HashingEmbedder;
+    use crate::lexical::tantivy::TantivyIndex;
+    use crate::policy::Policy;
+    use crate::service::{Actor, Legs, Parts, SearchRequest};
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::{user_hash, MemoryStore};
+    use crate::vector::edge::EdgeVectorIndex;
+    use crate::vector::VectorIndex;
+
+    /// Two nodes over one store and one (shared) vector index, each with its
+    /// own lexical index: the clustered topology in one process.
+    struct Cluster {
+        clock: ManualClock,
+        store: Arc<dyn MemoryStore>,
+        a: Engine,
+        b: Engine,
+        /// Last: the indexes are flushed on drop, into this directory.
+        _dir: TempDir,
+    }
+
+    async fn cluster() -> Cluster {
+        let dir = TempDir::new().unwrap();
+        let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap());
+        let store: Arc<dyn MemoryStore> = Arc::new(
+            SqliteStore::open(&dir.path().join("mnemo.db"))
+                .await
+                .unwrap(),
+        );
+        let embedder = Arc::new(HashingEmbedder::new(32));
+        let vectors: Arc<dyn VectorIndex> =
+            Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), 32).unwrap());
+        let node = |name: &str| {
+            let lexical =
+                TantivyIndex::open(&dir.path().join(name), Duration::from_millis(50)).unwrap();
+            Engine::new(Parts {
+                store: store.clone(),
+                lexical: Arc::new(lexical),
+                vectors: vectors.clone(),
+                embedder: embedder.clone(),
+                policy: Arc::new(Policy::default()),
+                clock: Arc::new(clock.clone()),
+            })
+        };
+        let (a, b) = (node("lexical-a"), node("lexical-b"));
+        Cluster {
+            clock,
+            store,
+            a,
+            b,
+            _dir: dir,
+        }
+    }
+
+    fn remember(user: &str, text: &str) -> NewMemory {
+        NewMemory {
+            tier: Some(Tier::LongTerm),
+            user_id: Some(user.into()),
+            text: text.into(),
+            ..Default::default()
+        }
+    }
+
+    async fn lexical_ids(engine: &Engine, user: &str, query: &str) -> Vec<Uuid> {
+        let mut req = SearchRequest::new(Scope::user(user), query);
+        req.legs = Legs::Lexical;
+        req.record_access = false;
+        let hits = engine.search(req).await.unwrap().hits;
+        hits.into_iter().map(|h| h.memory.id).collect()
+    }
+
+    fn count_owner(engine: &Engine, user: &str) -> usize {
+        let lexical = engine.lexical();
+        lexical.commit().unwrap();
+        lexical
+            .count_owner(&Owner::user(crate::domain::scope::DEFAULT_TENANT, user))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_node_follows_another_nodes_writes_and_ranks_them_identically() {
+        let c = cluster().await;
+        let actor = Actor::local("test");
+        let head = c.store.change_feed_head().await.unwrap();
+        let mut b = LexicalFollower::register(c.b.clone(), "node-b".into(), head)
+            .await
+            .unwrap();
+        let added =
+            c.a.add(
+                &actor,
+                vec![
+                    remember("alice", "the espresso machine in the kitchen broke"),
+                    remember("alice", "我家的咖啡机又坏了"),
+                    remember("bob", "espresso tastes bitter to bob"),
+                ],
+                true,
+            )
+            .await
+            .unwrap();
+        // A indexed its own writes; B's lexical index has not seen them.
+        assert_eq!(
+            lexical_ids(&c.a, "alice", "espresso").await,
+            vec![added[0].id]
+        );
+        assert!(lexical_ids(&c.b, "alice", "espresso").await.is_empty());
+
+        let stats = b.step().await.unwrap();
+        assert_eq!((stats.changes, stats.upserted, stats.removed), (3, 3, 0));
+        assert_eq!(stats.position, c.store.change_feed_head().await.unwrap());
+        assert_eq!(
+            lexical_ids(&c.b, "alice", "espresso").await,
+            vec![added[0].id]
+        );
+        assert_eq!(
+            lexical_ids(&c.b, "alice", "咖啡机").await,
+            vec![added[1].id]
+        );
+        // Isolation holds on the follower too.
+        assert_eq!(
+            lexical_ids(&c.b, "bob", "espresso").await,
+            vec![added[2].id]
+        );
+
+        // The same hybrid ranking, score breakdown included, on both nodes.
+        for query in ["espresso machine", "咖啡机", "kitchen"] {
+            let mut req = SearchRequest::new(Scope::user("alice"), query);
+            req.record_access = false;
+            let on = |e: &Engine| {
+                let req = req.clone();
+                let e = e.clone();
+                async move {
+                    let hits = e.search(req).await.unwrap().hits;
+                    hits.into_iter()
+                        .map(|h| (h.memory.id, h.score, h.breakdown))
+                        .collect::<Vec<_>>()
+                }
+            };
+            let (on_a, on_b) = (on(&c.a).await, on(&c.b).await);
+            assert!(!on_a.is_empty(), "{query}");
+            assert_eq!(on_a, on_b, "{query}");
+        }
+
+        // A soft delete on A reaches B; a second step has nothing to do.
+        c.a.delete(&actor, added[0].id).await.unwrap();
+        let stats = b.step().await.unwrap();
+        assert_eq!((stats.changes, stats.upserted, stats.removed), (1, 0, 1));
+        assert!(lexical_ids(&c.b, "alice", "espresso").await.is_empty());
+        let stats = b.step().await.unwrap();
+        assert_eq!(stats.changes, 0);
+        assert_eq!(b.position(), stats.position);
+    }
+
+    #[tokio::test]
+    async fn an_erasure_reaches_every_node_and_verification_waits_for_them() {
+        let c = cluster().await;
+        let actor = Actor::local("test");
+        let head = c.store.change_feed_head().await.unwrap();
+        let mut a = LexicalFollower::register(c.a.clone(), "node-a".into(), head)
+            .await
+            .unwrap();
+        let mut b = LexicalFollower::register(c.b.clone(), "node-b".into(), head)
+            .await
+            .unwrap();
+        c.a.add(
+            &actor,
+            vec![
+                remember("alice", "alice keeps her passport in the blue drawer"),
+                remember("alice", "alice is allergic to peanuts"),
+                remember("bob", "bob keeps his passport at the office"),
+            ],
+            true,
+        )
+        .await
+        .unwrap();
+        a.step().await.unwrap();
+        b.step().await.unwrap();
+        assert_eq!(count_owner(&c.b, "alice"), 2);
+
+        c.a.forget_user(&actor, "alice").await.unwrap();
+        // A erased its own lexical index at once; B still holds the text.
+        assert_eq!(count_owner(&c.a, "alice"), 0);
+        assert_eq!(count_owner(&c.b, "alice"), 2);
+        let v = c.a.verify_erasure(&actor, "alice").await.unwrap();
+        assert_eq!(v.memories, 0);
+        assert_eq!(v.live_nodes, 2);
+        assert_eq!(
+            v.nodes_behind,
+            vec!["node-a".to_string(), "node-b".to_string()]
+        );
+        assert!(!v.erased, "not erased while live nodes lag: {v:?}");
+
+        a.step().await.unwrap();
+        let v = c.a.verify_erasure(&actor, "alice").await.unwrap();
+        assert_eq!(v.nodes_behind, vec!["node-b".to_string()]);
+        assert!(!v.erased);
+
+        let stats = b.step().await.unwrap();
+        assert_eq!(stats.erasures, 1);
+        assert_eq!(count_owner(&c.b, "alice"), 0);
+        assert!(lexical_ids(&c.b, "alice", "passport").await.is_empty());
+        // Bob is untouched on both nodes.
+        assert_eq!(count_owner(&c.b, "bob"), 1);
+        let v = c.b.verify_erasure(&actor, "alice").await.unwrap();
+        assert_eq!((v.live_nodes, v.nodes_behind.len()), (2, 0));
+        assert!(v.erased, "{v:?}");
+
+        // A user erased and then writing again: the new memory survives the
+        // erasure on the follower (changes apply in feed order).
+        c.a.forget_user(&actor, "bob").await.unwrap();
+        let fresh =
+            c.a.add(
+                &actor,
+                vec![remember("bob", "bob started a new notebook")],
+                true,
+            )
+            .await
+            .unwrap();
+        let stats = b.step().await.unwrap();
+        assert_eq!(stats.erasures, 1);
+        assert_eq!(
+            lexical_ids(&c.b, "bob", "notebook").await,
+            vec![fresh[0].id]
+        );
+        assert_eq!(count_owner(&c.b, "bob"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_node_that_stopped_heartbeating_is_not_waited_for() {
+        let c = cluster().await;
+        let actor = Actor::local("test");
+        let head = c.store.change_feed_head().await.unwrap();
+        let mut b = LexicalFollower::register(c.b.clone(), "node-b".into(), head)
+            .await
+            .unwrap();
+        // Node "gone" registers and never steps again.
+        LexicalFollower::register(c.a.clone(), "gone".into(), head)
+            .await
+            .unwrap();
+        c.a.add(&actor, vec![remember("carol", "carol likes tea")], true)
+            .await
+            .unwrap();
+        c.a.forget_user(&actor, "carol").await.unwrap();
+        b.step().await.unwrap();
+        let v = c.a.verify_erasure(&actor, "carol").await.unwrap();
+        assert_eq!(v.nodes_behind, vec!["gone".to_string()]);
+        c.clock
+            .advance(chrono::Duration::from_std(NODE_LIVENESS * 2).unwrap());
+        b.step().await.unwrap();
+        let v = c.a.verify_erasure(&actor, "carol").await.unwrap();
+        assert_eq!((v.live_nodes, v.nodes_behind.len()), (1, 0), "{v:?}");
+        assert!(v.erased);
+        // A node that leaves cleanly is gone from the registry at once.
+        c.store.remove_node("node-b").await.unwrap();
+        let v = c.a.verify_erasure(&actor, "carol").await.unwrap();
+        assert_eq!(v.live_nodes, 0);
+    }
+
+    #[test]
+    fn the_feed_trigger_derives_the_owner_key_the_indexes_use() {
+        // migrations/sqlite/0005_cluster.sql writes 'u' || substr(user_hash, 1, 32).
+        for (tenant, user) in [("default", "alice"), ("acme", "李雷"), ("t", "")] {
+            let key = format!("u{}", &user_hash(tenant, user)[..32]);
+            assert_eq!(key, Owner::user(tenant, user).as_str());
+            assert_eq!(Owner::from_key(&key), Some(Owner::user(tenant, user)));
+        }
+        assert!(Owner::from_key(Owner::reference("default").as_str()).is_some());
+        for bad in [
+            "",
+            "u",
+            "x0123456789abcdef0123456789abcdef",
+            "uABCDEF",
+            "u0123",
+        ] {
+            assert!(Owner::from_key(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn node_ids_are_valid_and_distinct() {
+        let (x, y) = (default_node_id(), default_node_id());
+        assert_ne!(x, y);
+        assert!(crate::domain::memory::validate_id("node_id", &x).is_ok());
+        let args = ClusterArgs {
+            node_id: Some("api-1".into()),
+            ..ClusterArgs::default()
+        };
+        assert_eq!(args.node_id(), "api-1");
+        assert!(matches!(args.vector_backend(), VectorBackend::Embedded));
+        let args = ClusterArgs {
+            qdrant_url: Some("http://qdrant:6334".into()),
+            qdrant_api_key: Some(String::new()),
+            ..ClusterArgs::default()
+        };
+        match args.vector_backend() {
+            VectorBackend::Server(s) => {
+                assert_eq!(s.url, "http://qdrant:6334");
+                assert_eq!(s.collection, crate::vector::qdrant::DEFAULT_COLLECTION);
+                assert_eq!(s.api_key, None, "an empty key means none");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
