@@ -3,4 +3,5 @@
 //! token budget. Threads, model calls, compaction and extraction build on it.
 
 pub mod extract;
+pub mod extract_model;
 pub mod prompt;
