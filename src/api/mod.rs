@@ -41,6 +41,7 @@ pub use auth::AuthMode;
 pub use metrics::Metrics;
 
 use crate::error::Error;
+use crate::llm::ChatModel;
 use crate::policy::Policy;
 use crate::Engine;
 
@@ -87,6 +88,9 @@ pub struct AppState {
     pub shutting_down: Arc<AtomicBool>,
     /// Background evaluations (`/v1/evals`).
     pub evals: routes::evals::SharedEvalJobs,
+    /// The configured chat model (`[llm]`); `None`: the routes that need one
+    /// answer 503.
+    pub llm: Option<Arc<dyn ChatModel>>,
 }
 
 impl AppState {
@@ -101,7 +105,14 @@ impl AppState {
             evals: Arc::new(routes::evals::EvalJobs::from_env(
                 std::env::temp_dir().join("mnemo-evals"),
             )),
+            llm: None,
         }
+    }
+
+    /// The chat model behind `/v1/chat/completions`.
+    pub fn with_llm(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.llm = Some(model);
+        self
     }
 
     /// Where `/v1/evals` finds sets and writes reports.
@@ -137,6 +148,7 @@ impl AppState {
         routes::review::supersede,
         routes::search::search,
         routes::context::context,
+        routes::chat::chat_completions,
         routes::reference::ingest_document,
         routes::reference::delete_document,
         routes::users::forget_user,
@@ -153,6 +165,7 @@ impl AppState {
         (name = "memories", description = "Add, read, change, delete and list memories"),
         (name = "search", description = "Hybrid retrieval"),
         (name = "context", description = "Memory blocks for prompts"),
+        (name = "chat", description = "OpenAI-compatible chat completions with memory"),
         (name = "reference", description = "Reference documents (admin)"),
         (name = "users", description = "Per-user data"),
         (name = "evaluation", description = "Retrieval evaluations (admin)"),
@@ -222,6 +235,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/v1/search", post(routes::search::search))
         .route("/v1/context", post(routes::context::context))
+        .route("/v1/chat/completions", post(routes::chat::chat_completions))
         .route("/v1/evals", post(routes::evals::start))
         .route("/v1/evals/{id}", get(routes::evals::get))
         .route(

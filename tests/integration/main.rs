@@ -13,5 +13,6 @@ mod eval;
 mod forget;
 mod isolation;
 mod lifecycle;
+mod llm;
 mod ranking;
 mod real_embedder;
