@@ -598,12 +598,20 @@ async fn the_thread_header_scopes_retrieval_and_is_validated() {
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
 }
 
-/// Starts `router` on a socket; its `/v1` base URL.
-async fn serve(router: Router) -> String {
+/// Starts `router` on a socket: its `/v1` base URL, and the server task,
+/// which the test stops (dropping the engine) before its data dir goes.
+async fn serve(router: Router) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    format!("http://{addr}/v1")
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (format!("http://{addr}/v1"), task)
+}
+
+async fn stop(server: tokio::task::JoinHandle<()>) {
+    server.abort();
+    let _ = server.await;
 }
 
 /// The official OpenAI Python library against the proxy on a socket: a
@@ -615,7 +623,7 @@ async fn serve(router: Router) -> String {
 async fn the_python_openai_sdk_through_the_proxy() {
     let (root, up) = upstream().await;
     let m = mnemo_with(Some(model_at(&root, "ok"))).await;
-    let base = serve(m.router.clone()).await;
+    let (base, server) = serve(m.router.clone()).await;
     let python = std::env::var("MNEMO_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -636,6 +644,7 @@ async fn the_python_openai_sdk_through_the_proxy() {
         assert!(injected(body).contains("tea"), "{body}");
         assert_eq!(body["user"], "ann");
     }
+    stop(server).await;
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -710,7 +719,7 @@ async fn proxy_latency() {
         c.context_tokens = 8192;
         Arc::new(OpenAiClient::new(c).unwrap())
     };
-    let base = serve(app(
+    let (base, server) = serve(app(
         AppState::new(engine.clone(), AuthMode::Keys).with_llm(model)
     ))
     .await;
@@ -745,4 +754,5 @@ async fn proxy_latency() {
             t.len()
         );
     }
+    stop(server).await;
 }
