@@ -9,6 +9,7 @@
 
 pub mod compaction;
 pub mod extract;
+pub mod extract_model;
 pub mod prompt;
 pub mod threads;
 

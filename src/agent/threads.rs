@@ -32,6 +32,7 @@ use crate::agent::compaction::{
     compactable_prefix, decide, history_tokens, Decision, ExtractiveSummarizer, Summarizer, Trigger,
 };
 use crate::agent::extract::{Extractor, RuleExtractor};
+use crate::agent::extract_model::{ModelExtractor, ModelSummarizer};
 use crate::agent::prompt::{assemble, Prompt, PromptInput, TokenBreakdown};
 use crate::context::ChatMessage;
 use crate::domain::memory::{validate_id, validate_text};
@@ -184,14 +185,23 @@ struct Inner {
 pub struct Agent(Arc<Inner>);
 
 impl Agent {
-    /// The loop on an engine, with the rule-based extractor and the
-    /// extractive summarizer; `model` runs turns when given.
+    /// The loop on an engine. With a `model`: turns call it, and it extracts
+    /// candidates and writes compaction summaries (falling back to the rules
+    /// and the extractive summary when it fails). Without one: the
+    /// rule-based extractor and the extractive summarizer.
     pub fn new(engine: Engine, model: Option<Arc<dyn ChatModel>>) -> Self {
+        let (extractor, summarizer): (Arc<dyn Extractor>, Arc<dyn Summarizer>) = match &model {
+            Some(m) => (
+                Arc::new(ModelExtractor::new(m.clone())),
+                Arc::new(ModelSummarizer::new(m.clone())),
+            ),
+            None => (Arc::new(RuleExtractor), Arc::new(ExtractiveSummarizer)),
+        };
         Agent(Arc::new(Inner {
             engine,
             model,
-            extractor: Arc::new(RuleExtractor),
-            summarizer: Arc::new(ExtractiveSummarizer),
+            extractor,
+            summarizer,
             node: Uuid::now_v7().to_string(),
             in_flight: AtomicUsize::new(0),
         }))

@@ -165,6 +165,7 @@ impl AppState {
         routes::threads::payload,
         routes::threads::prompt,
         routes::threads::turn,
+        routes::chat::chat_completions,
         routes::reference::ingest_document,
         routes::reference::delete_document,
         routes::users::forget_user,
@@ -182,6 +183,7 @@ impl AppState {
         (name = "search", description = "Hybrid retrieval"),
         (name = "context", description = "Memory blocks for prompts"),
         (name = "threads", description = "Threads, prompts and turns of the agent loop"),
+        (name = "chat", description = "OpenAI-compatible chat completions with memory"),
         (name = "reference", description = "Reference documents (admin)"),
         (name = "users", description = "Per-user data"),
         (name = "evaluation", description = "Retrieval evaluations (admin)"),
@@ -260,6 +262,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/v1/threads/{id}/prompt", post(routes::threads::prompt))
         .route("/v1/threads/{id}/turns", post(routes::threads::turn))
+        .route("/v1/chat/completions", post(routes::chat::chat_completions))
         .route("/v1/evals", post(routes::evals::start))
         .route("/v1/evals/{id}", get(routes::evals::get))
         .route(

@@ -6,6 +6,10 @@
 //! whatever neither set. [`ServeConfig::resolve`] validates the result, so a
 //! running server never holds an invalid configuration.
 //!
+//! The optional `[llm]` section (or `MNEMO_LLM_*`, `--llm-*`) configures the
+//! OpenAI-compatible chat model; without `base_url` and `model` there is none
+//! and the routes that need one answer 503. The API key is never printed.
+//!
 //! Shutdown, in order: the first SIGINT/SIGTERM turns `/readyz` to 503 and
 //! stops accepting connections; in-flight requests finish (bounded by
 //! `shutdown_timeout_secs`); the optimiser stops; `Engine::shutdown` commits
@@ -14,6 +18,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -23,6 +28,9 @@ use serde::Deserialize;
 use super::{app, AppState, AuthMode, HttpLimits, MAX_BODY_CAP};
 use crate::cli::GlobalArgs;
 use crate::error::Error;
+use crate::llm::openai::{
+    OpenAiClient, OpenAiConfig, DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECS,
+};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";
 const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
@@ -68,6 +76,55 @@ pub struct ServeArgs {
     /// Longest wait for in-flight requests at shutdown [default: 30].
     #[arg(long, env = "MNEMO_SHUTDOWN_TIMEOUT_SECS")]
     pub shutdown_timeout_secs: Option<u64>,
+    /// OpenAI-compatible model endpoint, e.g. http://127.0.0.1:11434/v1
+    /// [default: none: no model].
+    #[arg(long, env = "MNEMO_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// Model name sent upstream (required with a base URL).
+    #[arg(long, env = "MNEMO_LLM_MODEL")]
+    pub llm_model: Option<String>,
+    /// API key for the endpoint; prefer the variable (flags show in process lists).
+    #[arg(long, env = "MNEMO_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<ApiKey>,
+    /// The model's context window, tokens [default: 8192].
+    #[arg(long, env = "MNEMO_LLM_CONTEXT_TOKENS")]
+    pub llm_context_tokens: Option<usize>,
+    /// Timeout of one model request attempt, seconds [default: 60].
+    #[arg(long, env = "MNEMO_LLM_TIMEOUT_SECS")]
+    pub llm_timeout_secs: Option<u64>,
+    /// Retries on connect errors, 429 and 5xx [default: 2].
+    #[arg(long, env = "MNEMO_LLM_MAX_RETRIES")]
+    pub llm_max_retries: Option<u32>,
+}
+
+/// A secret that never shows in debug output.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct ApiKey(pub String);
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl std::str::FromStr for ApiKey {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(ApiKey(s.to_string()))
+    }
+}
+
+/// The `[llm]` section of the config file.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LlmFile {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key: Option<ApiKey>,
+    pub context_tokens: Option<usize>,
+    pub timeout_secs: Option<u64>,
+    pub max_retries: Option<u32>,
 }
 
 /// The `--config` file. Every key is optional.
@@ -86,6 +143,8 @@ pub struct ConfigFile {
     /// `postgres://…`: the PostgreSQL store (see `--database-url`).
     pub database_url: Option<String>,
     pub db_pool_size: Option<u32>,
+    /// The chat model; absent: none.
+    pub llm: Option<LlmFile>,
 }
 
 impl ConfigFile {
@@ -123,6 +182,8 @@ pub struct ServeConfig {
     pub shutdown_timeout: Duration,
     /// Data, policy and assets locations after layering.
     pub global: GlobalArgs,
+    /// The chat model, when `base_url` and `model` are set.
+    pub llm: Option<OpenAiConfig>,
 }
 
 fn config_err(key: &str, message: impl Into<String>) -> Error {
@@ -130,6 +191,63 @@ fn config_err(key: &str, message: impl Into<String>) -> Error {
         key: key.into(),
         message: message.into(),
     }
+}
+
+/// The `[llm]` settings after layering (flags and variables over the file),
+/// validated; `None` when no endpoint is configured.
+fn resolve_llm(args: &ServeArgs, file: &LlmFile) -> Result<Option<OpenAiConfig>, Error> {
+    let base_url = args.llm_base_url.clone().or(file.base_url.clone());
+    let model = args.llm_model.clone().or(file.model.clone());
+    let (base_url, model) = match (base_url, model) {
+        (None, None) => return Ok(None),
+        (Some(b), Some(m)) if !m.trim().is_empty() => (b, m),
+        (Some(_), _) => {
+            return Err(config_err(
+                "llm.model",
+                "a model name is required with llm.base_url (MNEMO_LLM_MODEL)",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(config_err(
+                "llm.base_url",
+                "an endpoint is required with llm.model (MNEMO_LLM_BASE_URL), e.g. http://127.0.0.1:11434/v1",
+            ))
+        }
+    };
+    let mut c = OpenAiConfig::new(base_url, model.trim());
+    c.endpoint().map_err(|m| config_err("llm.base_url", m))?;
+    c.api_key = args
+        .llm_api_key
+        .clone()
+        .or(file.api_key.clone())
+        .map(|k| k.0)
+        .filter(|k| !k.trim().is_empty());
+    c.context_tokens = args
+        .llm_context_tokens
+        .or(file.context_tokens)
+        .unwrap_or(DEFAULT_CONTEXT_TOKENS);
+    if !(256..=10_000_000).contains(&c.context_tokens) {
+        return Err(config_err(
+            "llm.context_tokens",
+            "must be between 256 and 10000000",
+        ));
+    }
+    let timeout_secs = args
+        .llm_timeout_secs
+        .or(file.timeout_secs)
+        .unwrap_or(DEFAULT_TIMEOUT_SECS);
+    if !(1..=3600).contains(&timeout_secs) {
+        return Err(config_err("llm.timeout_secs", "must be between 1 and 3600"));
+    }
+    c.timeout = Duration::from_secs(timeout_secs);
+    c.max_retries = args
+        .llm_max_retries
+        .or(file.max_retries)
+        .unwrap_or(DEFAULT_MAX_RETRIES);
+    if c.max_retries > 10 {
+        return Err(config_err("llm.max_retries", "must be at most 10"));
+    }
+    Ok(Some(c))
 }
 
 /// The global locations with the file's values under the explicit ones.
@@ -219,6 +337,7 @@ impl ServeConfig {
         if global.db_pool_size == Some(0) {
             return Err(config_err("db_pool_size", "must be at least 1"));
         }
+        let llm = resolve_llm(args, file.llm.as_ref().unwrap_or(&LlmFile::default()))?;
         Ok(ServeConfig {
             listen,
             insecure_dev,
@@ -227,6 +346,7 @@ impl ServeConfig {
             max_body_bytes,
             shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
             global,
+            llm,
         })
     }
 }
@@ -347,11 +467,33 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     if let Some(n) = config.max_body_bytes {
         limits.max_body_bytes = n;
     }
-    let state = AppState::new(engine.clone(), auth)
+    let mut state = AppState::new(engine.clone(), auth)
         .with_limits(limits)
         .with_evals(crate::api::routes::evals::EvalJobs::from_env(
             config.global.data_dir.join("evals"),
         ));
+    match &config.llm {
+        Some(c) => {
+            let client = OpenAiClient::new(c.clone()).context("invalid [llm] configuration")?;
+            tracing::info!(
+                base_url = %c.base_url,
+                model = %c.model,
+                context_tokens = c.context_tokens,
+                "chat model configured"
+            );
+            if c.timeout >= limits.request_timeout {
+                tracing::warn!(
+                    llm_timeout_secs = c.timeout.as_secs(),
+                    request_timeout_secs = limits.request_timeout.as_secs(),
+                    "the model timeout is not below the request timeout: slow completions will be cut off with 503; raise request_timeout_secs"
+                );
+            }
+            state = state.with_chat_model(Arc::new(client));
+        }
+        None => tracing::info!(
+            "no chat model configured: /v1/chat/completions answers 503 (set [llm] base_url and model)"
+        ),
+    }
     let shutting_down = state.shutting_down.clone();
     let compactor = state.agent.spawn_compactor();
     let agent = state.agent.clone();
@@ -515,6 +657,55 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn the_llm_section_is_layered_and_validated() {
+        let c = ServeConfig::resolve_with(&ServeArgs::default(), &global(), ConfigFile::default())
+            .unwrap();
+        assert!(c.llm.is_none());
+        let file = ConfigFile::parse(
+            "[llm]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"qwen2.5\"\napi_key = \"sk-file\"\ncontext_tokens = 32768\n",
+        )
+        .unwrap();
+        let c = ServeConfig::resolve_with(&ServeArgs::default(), &global(), file)
+            .unwrap()
+            .llm
+            .unwrap();
+        assert_eq!(c.model, "qwen2.5");
+        assert_eq!(c.api_key.as_deref(), Some("sk-file"));
+        assert_eq!(c.context_tokens, 32768);
+        assert_eq!(c.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECS));
+        assert!(!format!("{c:?}").contains("sk-file"));
+        // Flags and variables beat the file.
+        let args = ServeArgs {
+            llm_model: Some("llama3".into()),
+            llm_api_key: Some(ApiKey("sk-env".into())),
+            llm_max_retries: Some(0),
+            ..Default::default()
+        };
+        assert!(!format!("{args:?}").contains("sk-env"));
+        let file = ConfigFile::parse("[llm]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\n").unwrap();
+        let c = ServeConfig::resolve_with(&args, &global(), file)
+            .unwrap()
+            .llm
+            .unwrap();
+        assert_eq!((c.model.as_str(), c.max_retries), ("llama3", 0));
+        assert_eq!(c.api_key.as_deref(), Some("sk-env"));
+        for bad in [
+            "[llm]\nbase_url = \"http://h/v1\"\n",
+            "[llm]\nmodel = \"m\"\n",
+            "[llm]\nbase_url = \"h:80\"\nmodel = \"m\"\n",
+            "[llm]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\ncontext_tokens = 10\n",
+            "[llm]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\ntimeout_secs = 0\n",
+        ] {
+            let file = ConfigFile::parse(bad).unwrap();
+            assert!(
+                ServeConfig::resolve_with(&ServeArgs::default(), &global(), file).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(ConfigFile::parse("[llm]\nurl = \"x\"\n").is_err());
     }
 
     #[test]

@@ -3,8 +3,20 @@
 //! implements it for any endpoint that speaks the protocol (OpenAI, vLLM,
 //! Ollama, llama.cpp servers). Without a configured model the loop still
 //! assembles prompts; the endpoints that need a model answer 503.
+//!
+//! - [`openai`]: the client ([`openai::OpenAiClient`]), retries and streaming.
+//! - [`summary`]: the model-written compaction summary ([`summary::Summary`]).
+//! - [`json`]: schema checks shared by the model's structured answers.
+
+pub mod json;
+pub mod openai;
+pub mod summary;
+
+use std::fmt;
 
 use async_trait::async_trait;
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
 
 use crate::context::ChatMessage;
 use crate::error::Error;
@@ -54,6 +66,23 @@ pub struct Completion {
     pub completion_tokens: Option<u32>,
 }
 
+/// An upstream answer passed through as it is (the proxy): status, content
+/// type, and the body as a stream (server-sent events when streaming).
+pub struct RawResponse {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: UnsyncBoxBody<Bytes, LlmError>,
+}
+
+impl fmt::Debug for RawResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawResponse")
+            .field("status", &self.status)
+            .field("content_type", &self.content_type)
+            .finish_non_exhaustive()
+    }
+}
+
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// The model name sent upstream.
@@ -65,4 +94,17 @@ pub trait ChatModel: Send + Sync {
         messages: &[ChatMessage],
         options: &CompletionOptions,
     ) -> Result<Completion, LlmError>;
+
+    /// Sends an OpenAI chat-completions request body as it is, except for
+    /// `model` (the configured one), and returns the upstream answer
+    /// unchanged, streamed or not. A 5xx (after the retries) is an error; any
+    /// other status is returned for the caller to forward. Models that do not
+    /// speak the wire protocol keep this default, which refuses.
+    async fn forward(&self, body: serde_json::Value) -> Result<RawResponse, LlmError> {
+        let _ = body;
+        Err(LlmError::NotConfigured(format!(
+            "the model `{}` cannot pass OpenAI requests through",
+            self.model()
+        )))
+    }
 }

@@ -1206,6 +1206,7 @@ async fn openapi_documents_every_route() {
         ("post", "/v1/memories/{id}/supersede"),
         ("post", "/v1/search"),
         ("post", "/v1/context"),
+        ("post", "/v1/chat/completions"),
         ("post", "/v1/reference/documents"),
         ("delete", "/v1/reference/documents/{id}"),
         ("delete", "/v1/users/{user_id}"),

@@ -16,6 +16,7 @@ mod eval;
 mod forget;
 mod isolation;
 mod lifecycle;
+mod llm;
 mod migrate;
 mod postgres_engine;
 mod ranking;

@@ -3,6 +3,7 @@
 //! `context::build_context`, which is built on it); nothing here touches a
 //! backend directly.
 
+pub mod chat;
 pub mod context;
 pub mod evals;
 pub mod memories;
