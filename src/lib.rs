@@ -64,6 +64,7 @@ pub mod jobs;
 pub mod keys;
 pub mod lexical;
 pub mod lifecycle;
+pub mod mcp;
 pub mod open;
 pub mod policy;
 pub mod service;

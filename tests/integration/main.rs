@@ -13,5 +13,6 @@ mod eval;
 mod forget;
 mod isolation;
 mod lifecycle;
+mod mcp;
 mod ranking;
 mod real_embedder;
