@@ -175,6 +175,13 @@ pub enum Command {
     /// Copy a store into another, e.g. an embedded deployment's SQLite into
     /// PostgreSQL; resumable, verified by a count per table at the end.
     Migrate(MigrateArgs),
+    /// Serve MCP (Model Context Protocol) over stdin/stdout for one user.
+    ///
+    /// For MCP clients that start their servers as child processes. Acts for
+    /// the user of `--key` (a user key), or `--user` with an agent or admin
+    /// key, or `--user` alone on a local install (default tenant). Logs go to
+    /// stderr. `mnemo serve` offers the same tools over HTTP at /mcp.
+    Mcp(crate::mcp::stdio::McpArgs),
 }
 
 #[derive(Args, Debug)]
@@ -340,6 +347,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(_) => unreachable!("handled above"),
         Command::Keys(k) => keys(&cli.global, k).await,
         Command::Migrate(m) => migrate(&cli.global, m).await,
+        Command::Mcp(args) => crate::mcp::stdio::run(&cli.global, args).await,
         Command::Setup { verify } => setup(&cli.global, verify),
         Command::Add(a) => add(&cli.global, a).await,
         Command::Search(s) => search(&cli.global, s).await,

@@ -66,6 +66,7 @@ pub mod keys;
 pub mod lexical;
 pub mod lifecycle;
 pub mod llm;
+pub mod mcp;
 pub mod migrate;
 pub mod open;
 pub mod policy;

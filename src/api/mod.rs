@@ -282,6 +282,7 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(routes::ops::readyz))
         .route("/metrics", get(routes::ops::metrics))
         .route("/openapi.json", get(routes::ops::openapi))
+        .merge(crate::mcp::http::routes(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), track))
         .fallback(no_route)
         .with_state(state);

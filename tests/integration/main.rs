@@ -17,6 +17,7 @@ mod forget;
 mod isolation;
 mod lifecycle;
 mod llm;
+mod mcp;
 mod migrate;
 mod postgres_engine;
 mod ranking;

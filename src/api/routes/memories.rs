@@ -359,16 +359,22 @@ pub async fn list(
         limit: limit + 1,
     };
     let mut memories = state.engine.list(&actor, query).await?;
-    let next_cursor = if memories.len() > limit {
-        memories.truncate(limit);
-        memories.last().map(|m| m.id.to_string())
-    } else {
-        None
-    };
+    let next_cursor = next_page(&mut memories, limit);
     Ok(Json(ListResponse {
         memories,
         next_cursor,
     }))
+}
+
+/// Cuts a listing fetched with `limit + 1` to `limit`; the cursor of the next
+/// page when there was more (shared with MCP `list_pending`).
+pub(crate) fn next_page(memories: &mut Vec<Memory>, limit: usize) -> Option<String> {
+    if memories.len() > limit {
+        memories.truncate(limit);
+        memories.last().map(|m| m.id.to_string())
+    } else {
+        None
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

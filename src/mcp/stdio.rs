@@ -1,0 +1,82 @@
+//! `mnemo mcp`: one MCP session over stdin/stdout, for clients that start
+//! their servers as child processes. Opens the data directory directly (so it
+//! cannot run beside a `mnemo serve` on the same directory: the index writer
+//! lock refuses), acts for one user for the whole session, and on end of
+//! input commits the indexes and checkpoints the store. Logs go to stderr;
+//! stdout carries only the protocol.
+
+use anyhow::{bail, Context};
+use clap::Args;
+use rmcp::ServiceExt;
+
+use super::{session_actor, MnemoMcp};
+use crate::cli::GlobalArgs;
+use crate::domain::scope::DEFAULT_TENANT;
+use crate::service::Actor;
+
+/// Who the session acts for: `--key` (resolved like the HTTP API's keys) or,
+/// on a local install, `--user` alone (default tenant).
+#[derive(Args, Debug, Clone, Default)]
+pub struct McpArgs {
+    /// An API key (`mnemo keys create`). A user key acts for its user; an
+    /// agent or admin key needs `--user` too. Prefer the variable to the flag,
+    /// which other local users may see in the process list.
+    #[arg(long, env = "MNEMO_MCP_KEY", hide_env_values = true)]
+    pub key: Option<String>,
+    /// The user whose memories the session reaches. Alone (no key), the local
+    /// operator acting for this user of the default tenant.
+    #[arg(long, env = "MNEMO_MCP_USER")]
+    pub user: Option<String>,
+}
+
+/// Actor id of keyless local sessions, recorded in audit events.
+pub const LOCAL_ACTOR: &str = "mcp-local";
+
+/// Serves MCP on stdin/stdout until the client closes it.
+pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
+    if args.key.is_none() && args.user.is_none() {
+        bail!("give --user U (local install) or --key K (an API key) so that the session acts for one user");
+    }
+    let g = global.clone();
+    tokio::task::spawn_blocking(move || crate::cli::ensure_assets(&g))
+        .await
+        .context("asset check failed")??;
+    let (engine, _report) = crate::open::open(&global.engine_config()?).await?;
+    let actor = match &args.key {
+        Some(secret) => {
+            let (_, actor) =
+                crate::keys::authenticate(engine.store().as_ref(), secret.trim()).await?;
+            session_actor(actor, args.user.as_deref())?
+        }
+        None => session_actor(
+            Actor {
+                id: LOCAL_ACTOR.into(),
+                tenant_id: DEFAULT_TENANT.into(),
+                user_id: None,
+                admin: false,
+            },
+            args.user.as_deref(),
+        )?,
+    };
+    tracing::info!(key_id = %actor.id, tenant = %actor.tenant_id, "MCP session on stdio");
+    let optimizer = engine.spawn_optimizer();
+    let jobs = crate::jobs::spawn_jobs(engine.clone());
+    let served = async {
+        let service = MnemoMcp::new(engine.clone(), actor)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| anyhow::anyhow!("MCP handshake failed: {e}"))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| anyhow::anyhow!("MCP session failed: {e}"))?;
+        anyhow::Ok(())
+    }
+    .await;
+    optimizer.abort();
+    jobs.abort();
+    engine.shutdown().await?;
+    served?;
+    tracing::info!("MCP session ended: indexes committed, store checkpointed");
+    Ok(())
+}
