@@ -209,6 +209,22 @@ impl OnnxEmbedder {
         self.model
     }
 
+    /// The token ids the model is fed for `text` as a query (or a stored
+    /// passage), prefix and special tokens included; for tests and diagnostics.
+    pub fn token_ids(&self, text: &str, query: bool) -> Result<Vec<u32>> {
+        let prefix = if query {
+            self.model.query_prefix
+        } else {
+            self.model.passage_prefix
+        };
+        let session = self.sessions[0].lock();
+        let encoding = session
+            .tokenizer
+            .encode(format!("{prefix}{text}"), true)
+            .map_err(embedder_error)?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
     /// Runs one batch on a free session (or waits for the next one in turn).
     fn run(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let n = self.sessions.len();
