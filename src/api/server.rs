@@ -366,6 +366,7 @@ mod tests {
             data_dir: "./data".into(),
             policy: None,
             assets_dir: "./assets".into(),
+            embedding_model: None,
             explicit: Default::default(),
         }
     }
