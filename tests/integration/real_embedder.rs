@@ -18,12 +18,17 @@ pub fn assets_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets"))
 }
 
+/// Every model's assets (fetched and converted once per test process: the
+/// e5 conversion takes seconds, and concurrent setups would race).
 pub fn ensure_assets() -> PathBuf {
+    static READY: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let dir = assets_dir();
-    if assets::verify(&dir).is_err() {
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if !*ready && assets::verify(&dir).is_err() {
         assets::setup(&dir, |m| eprintln!("{m}"))
             .unwrap_or_else(|e| panic!("model assets unavailable and could not be fetched: {e}"));
     }
+    *ready = true;
     dir
 }
 
