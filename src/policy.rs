@@ -26,6 +26,43 @@ pub struct Policy {
     pub cleanup: CleanupPolicy,
     pub jobs: JobsPolicy,
     pub agent: AgentPolicy,
+    pub embedding: EmbeddingPolicy,
+}
+
+/// Which embedding model embeds memories and queries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingPolicy {
+    /// A model name of [`crate::embed::assets::MODELS`]; overridden by
+    /// `--embedding-model` / `MNEMO_EMBEDDING_MODEL`. Changing it needs a
+    /// `mnemo reindex` (vectors of different models are not comparable).
+    pub model: String,
+}
+
+impl Default for EmbeddingPolicy {
+    fn default() -> Self {
+        EmbeddingPolicy {
+            model: crate::embed::assets::default_model().name.to_string(),
+        }
+    }
+}
+
+impl EmbeddingPolicy {
+    /// The configured model's spec.
+    pub fn model_spec(&self) -> Result<&'static crate::embed::assets::ModelSpec> {
+        crate::embed::assets::model_by_name(&self.model).ok_or_else(|| Error::Config {
+            key: "embedding.model".into(),
+            message: format!(
+                "unknown model `{}`; known models: {}",
+                self.model,
+                crate::embed::assets::MODELS
+                    .iter()
+                    .map(|m| m.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -625,6 +662,7 @@ impl Policy {
         )?;
         positive("jobs.batch_size", self.jobs.batch_size as f64)?;
         positive("jobs.lease_secs", self.jobs.lease_secs as f64)?;
+        self.embedding.model_spec()?;
         Ok(())
     }
 
@@ -669,6 +707,16 @@ mod tests {
         let text = include_str!("../memory_policies.toml");
         let policy = Policy::from_toml(text).expect("shipped policy is valid");
         assert_eq!(policy, Policy::default());
+    }
+
+    #[test]
+    fn an_unknown_embedding_model_is_an_error_naming_the_key() {
+        let err = Policy::from_toml("[embedding]\nmodel = \"bert-xxl\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("embedding.model"), "{msg}");
+        assert!(msg.contains("multilingual-e5-small"), "{msg}");
+        let ok = Policy::from_toml("[embedding]\nmodel = \"multilingual-e5-small\"\n").unwrap();
+        assert_eq!(ok.embedding.model_spec().unwrap().dim, 384);
     }
 
     #[test]

