@@ -3,8 +3,10 @@
 //! that records every request body): completions, streaming, error statuses,
 //! retries, timeouts, an endpoint that is down. The proxy is driven with the
 //! bodies an OpenAI client sends; `the_python_openai_sdk_through_the_proxy`
-//! (ignored: it needs `python3` with the `openai` package) drives it with the
-//! official OpenAI Python library over a real socket.
+//! drives it with the official OpenAI Python library over a real socket
+//! (ignored by a plain `cargo test`: it needs the `openai` package, which
+//! `make test` installs in a virtualenv and runs it with,
+//! `scripts/test-openai-sdk.sh`).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -617,7 +619,7 @@ async fn stop(server: tokio::task::JoinHandle<()>) {
 /// The official OpenAI Python library against the proxy on a socket: a
 /// completion and a stream for ann, through `base_url` and the `user` field.
 /// Needs `python3` with `openai` installed (`MNEMO_PYTHON` picks the
-/// interpreter): `cargo test --test integration llm::the_python_openai_sdk -- --ignored`
+/// interpreter); `make test` runs it through `scripts/test-openai-sdk.sh`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs python3 with the openai package"]
 async fn the_python_openai_sdk_through_the_proxy() {
