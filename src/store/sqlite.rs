@@ -262,28 +262,6 @@ async fn insert_memories(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     memories: &[Memory],
 ) -> Result<()> {
-    // Nothing new may land for a user being erased: the erasure deletes by
-    // user, and a row committed after it would survive "forget all my data".
-    let mut owners: Vec<(&str, &str)> = memories
-        .iter()
-        .filter_map(|m| Some((m.tenant_id.as_str(), m.user_id.as_deref()?)))
-        .collect();
-    owners.sort_unstable();
-    owners.dedup();
-    for (tenant, user) in owners {
-        let erasing: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2",
-        )
-        .bind(tenant)
-        .bind(user)
-        .fetch_optional(&mut **tx)
-        .await?;
-        if erasing.is_some() {
-            return Err(Error::Conflict(
-                "this user's data is being erased; retry when the erasure has completed".into(),
-            ));
-        }
-    }
     for m in memories {
         sqlx::query(&format!(
                 "INSERT INTO memories ({COLUMNS}, text_sha256) VALUES \
@@ -314,6 +292,31 @@ async fn insert_memories(
             .execute(&mut **tx)
             .await
             .map_err(|e| conflict_if_duplicate(e, || format!("memory {}", m.id)))?;
+    }
+    // Nothing new may land for a user being erased: the erasure deletes by
+    // user, and a row committed after it would survive "forget all my data".
+    // Checked after the inserts, which took the write lock: the check then
+    // sees every committed intent, and a read-then-write transaction would
+    // fail with SQLITE_BUSY_SNAPSHOT whenever another writer committed first.
+    let mut owners: Vec<(&str, &str)> = memories
+        .iter()
+        .filter_map(|m| Some((m.tenant_id.as_str(), m.user_id.as_deref()?)))
+        .collect();
+    owners.sort_unstable();
+    owners.dedup();
+    for (tenant, user) in owners {
+        let erasing: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2",
+        )
+        .bind(tenant)
+        .bind(user)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if erasing.is_some() {
+            return Err(Error::Conflict(
+                "this user's data is being erased; retry when the erasure has completed".into(),
+            ));
+        }
     }
     Ok(())
 }

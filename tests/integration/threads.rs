@@ -15,7 +15,7 @@ use mnemo::agent::compaction::Trigger;
 use mnemo::agent::extract::{Candidate, Extractor};
 use mnemo::agent::threads::{AppendMessage, CreateThread, PromptRequest};
 use mnemo::agent::Agent;
-use mnemo::api::AuthMode;
+use mnemo::api::{AppState, AuthMode};
 use mnemo::context::{ChatMessage, TokenCounter, Tokenizer};
 use mnemo::domain::thread::{ExtractionState, MessageRole};
 use mnemo::domain::{Kind, Status};
@@ -411,7 +411,7 @@ async fn a_failing_model_is_502_and_the_message_stays() {
         ..Scripted::new(4096)
     });
     let m = model.clone();
-    let api = api_with_state(Policy::default(), AuthMode::Keys, |s| s.with_chat_model(m)).await;
+    let api = api_with_state(Policy::default(), AuthMode::Keys, |s| turns_only(s, m)).await;
     let id = new_thread(&api, &api.ann, json!({})).await;
     let r = turn(&api, &id, "Are you there?").await;
     assert_error(&r, StatusCode::BAD_GATEWAY, "bad_gateway");
@@ -431,7 +431,7 @@ async fn a_second_concurrent_turn_is_409() {
         ..Scripted::new(4096)
     });
     let m = model.clone();
-    let api = api_with_state(Policy::default(), AuthMode::Keys, |s| s.with_chat_model(m)).await;
+    let api = api_with_state(Policy::default(), AuthMode::Keys, |s| turns_only(s, m)).await;
     let id = new_thread(&api, &api.ann, json!({"goal": "chat"})).await;
     let uri = format!("/v1/threads/{id}/turns");
     let (app, ann, u) = (api.app.clone(), api.ann.clone(), uri.clone());
@@ -865,4 +865,19 @@ async fn turn_leases_and_extraction_claims_expire() {
         .compact_thread(thread.id, 0, stored.seq, &summary, until)
         .await
         .unwrap());
+}
+
+/// The app state with `model` for turns only: with a model configured the
+/// agent also asks it to extract candidates and write summaries
+/// (`agent::extract_model`, tested there), which would add calls these
+/// turn tests count and gate; the rules and the extractive summary do that
+/// work here instead.
+fn turns_only(s: AppState, model: Arc<Scripted>) -> AppState {
+    let s = s.with_chat_model(model);
+    let agent = s
+        .agent
+        .clone()
+        .with_extractor(Arc::new(mnemo::agent::extract::RuleExtractor))
+        .with_summarizer(Arc::new(mnemo::agent::compaction::ExtractiveSummarizer));
+    s.with_agent(agent)
 }
