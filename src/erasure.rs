@@ -15,7 +15,7 @@
 //!      segment files until the index is rebuilt (`mnemo reindex`);
 //!    - the store deletes the user's rows in one transaction — memories in
 //!      every status (pending candidates included), audit events with their
-//!      before/after text, embedding-cache entries of their texts, threads
+//!      before/after text, their embedding-cache entries, threads
 //!      with their messages and tool payloads — with `secure_delete` zeroing
 //!      the freed pages, then checkpoints the WAL (SQLite), or `VACUUM`s the
 //!      touched tables (PostgreSQL, see `store/postgres.rs` for what that does

@@ -32,7 +32,9 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::lexical::{LexicalDoc, LexicalIndex};
 use crate::policy::Policy;
-use crate::store::{text_hash, AuditAction, AuditEvent, ListQuery, MemoryStore, StoreStats};
+use crate::store::{
+    text_hash, AuditAction, AuditEvent, CacheOwner, ListQuery, MemoryStore, StoreStats,
+};
 use crate::vector::{VectorIndex, VectorPoint};
 
 /// Who is acting, and within which tenant and user they may act.
@@ -437,25 +439,45 @@ impl Engine {
             .collect())
     }
 
-    /// Embeds memories' texts, using and filling the embedding cache.
+    /// Embeds memories' texts, using and filling the embedding cache. The
+    /// cache is kept per owner (see [`CacheOwner`]) and a batch may mix
+    /// owners; a text missing for several of them is embedded once.
     pub(crate) async fn embed_passages(&self, memories: &[Memory]) -> Result<Vec<Vec<f32>>> {
         let hashes: Vec<String> = memories.iter().map(|m| text_hash(&m.text)).collect();
         let model = self.0.embedder.model_id().to_string();
-        let mut cached = self.0.store.cached_embeddings(&model, &hashes).await?;
-        let missing: Vec<(String, String)> = {
-            let mut seen = HashSet::new();
-            memories
-                .iter()
-                .zip(&hashes)
-                .filter(|(_, h)| !cached.contains_key(*h) && seen.insert((*h).clone()))
-                .map(|(m, h)| (h.clone(), m.text.clone()))
-                .collect()
-        };
+        let mut owners: Vec<(CacheOwner, Vec<usize>)> = Vec::new();
+        for (i, m) in memories.iter().enumerate() {
+            let owner = CacheOwner::of(m);
+            match owners.iter_mut().find(|(o, _)| *o == owner) {
+                Some((_, items)) => items.push(i),
+                None => owners.push((owner, vec![i])),
+            }
+        }
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; memories.len()];
+        for (owner, items) in &owners {
+            let wanted: Vec<String> = items.iter().map(|&i| hashes[i].clone()).collect();
+            let cached = self
+                .0
+                .store
+                .cached_embeddings(owner, &model, &wanted)
+                .await?;
+            for &i in items {
+                vectors[i] = cached.get(&hashes[i]).cloned();
+            }
+        }
+        // Each missing text once, in first-seen order.
+        let mut missing: Vec<(&str, &str)> = Vec::new();
+        let mut seen = HashSet::new();
+        for (i, m) in memories.iter().enumerate() {
+            if vectors[i].is_none() && seen.insert(hashes[i].as_str()) {
+                missing.push((hashes[i].as_str(), m.text.as_str()));
+            }
+        }
         if !missing.is_empty() {
             let _permit = self.embed_permit()?;
             let embedder = self.0.embedder.clone();
             let batch = self.0.policy.indexing.embed_batch;
-            let texts: Vec<String> = missing.iter().map(|(_, t)| t.clone()).collect();
+            let texts: Vec<String> = missing.iter().map(|(_, t)| t.to_string()).collect();
             let fresh = blocking(move || {
                 let mut out = Vec::with_capacity(texts.len());
                 for chunk in texts.chunks(batch) {
@@ -465,19 +487,33 @@ impl Engine {
                 Ok(out)
             })
             .await?;
-            let entries: Vec<(String, Vec<f32>)> =
-                missing.into_iter().map(|(h, _)| h).zip(fresh).collect();
-            self.0.store.cache_embeddings(&model, &entries).await?;
-            cached.extend(entries);
+            let fresh: HashMap<&str, Vec<f32>> =
+                missing.iter().map(|(h, _)| *h).zip(fresh).collect();
+            for (owner, items) in &owners {
+                let mut entries: Vec<(String, Vec<f32>)> = Vec::new();
+                for &i in items {
+                    if vectors[i].is_none() {
+                        let v = fresh
+                            .get(hashes[i].as_str())
+                            .cloned()
+                            .ok_or_else(|| Error::internal("embedding missing after embedding"))?;
+                        if !entries.iter().any(|(h, _)| *h == hashes[i]) {
+                            entries.push((hashes[i].clone(), v.clone()));
+                        }
+                        vectors[i] = Some(v);
+                    }
+                }
+                if !entries.is_empty() {
+                    self.0
+                        .store
+                        .cache_embeddings(owner, &model, &entries)
+                        .await?;
+                }
+            }
         }
-        hashes
-            .iter()
-            .map(|h| {
-                cached
-                    .get(h)
-                    .cloned()
-                    .ok_or_else(|| Error::internal("embedding missing after embedding"))
-            })
+        vectors
+            .into_iter()
+            .map(|v| v.ok_or_else(|| Error::internal("embedding missing after embedding")))
             .collect()
     }
 

@@ -17,7 +17,7 @@ use super::{EvalConfig, Progress, Result};
 use crate::clock::ManualClock;
 use crate::domain::Scope;
 use crate::service::{Actor, Engine, SearchRequest};
-use crate::store::text_hash;
+use crate::store::{text_hash, CacheOwner};
 
 /// What the report says about a set beyond its runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -150,29 +150,45 @@ async fn ingest(
 ) -> Result<(f64, usize)> {
     let model = engine.embedder().model_id().to_string();
     let dim = engine.embedder().dim();
-    let hashes: Vec<String> = {
-        let mut h: Vec<String> = set.docs.iter().map(|d| text_hash(&d.memory.text)).collect();
-        h.sort();
-        h.dedup();
-        h
-    };
+    let actor = Actor::local("eval");
+    // The store's cache is kept per owner: the texts of each owner the set's
+    // documents will be written for (a set may hold several users).
+    let mut owners: Vec<(CacheOwner, Vec<String>)> = Vec::new();
+    let now = engine.clock().now();
+    for d in &set.docs {
+        let owner = CacheOwner::of(&engine.prepare(&actor, d.memory.clone(), now)?);
+        let hash = text_hash(&d.memory.text);
+        match owners.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, hashes)) => hashes.push(hash),
+            None => owners.push((owner, vec![hash])),
+        }
+    }
+    for (_, hashes) in &mut owners {
+        hashes.sort();
+        hashes.dedup();
+    }
+    let texts = owners.iter().map(|(_, h)| h.len()).sum::<usize>();
     let mut cache = config
         .cache_dir
         .as_deref()
         .map(|dir| EmbeddingCache::load(dir, &model, dim));
     let mut seeded = 0;
     if let Some(c) = &cache {
-        let entries: Vec<(String, Vec<f32>)> = hashes
-            .iter()
-            .filter_map(|h| c.vectors.get(h).map(|v| (h.clone(), v.clone())))
-            .collect();
-        seeded = entries.len();
-        for chunk in entries.chunks(1000) {
-            engine.store().cache_embeddings(&model, chunk).await?;
+        for (owner, hashes) in &owners {
+            let entries: Vec<(String, Vec<f32>)> = hashes
+                .iter()
+                .filter_map(|h| c.vectors.get(h).map(|v| (h.clone(), v.clone())))
+                .collect();
+            seeded += entries.len();
+            for chunk in entries.chunks(1000) {
+                engine
+                    .store()
+                    .cache_embeddings(owner, &model, chunk)
+                    .await?;
+            }
         }
     }
 
-    let actor = Actor::local("eval");
     let batch = INGEST_BATCH.min(config.policy.limits.max_batch).max(1);
     progress.start(&format!("{}: ingest", set.name), set.docs.len() as u64);
     let started = Instant::now();
@@ -187,10 +203,17 @@ async fn ingest(
     progress.finish();
 
     if let (Some(c), Some(dir)) = (&mut cache, &config.cache_dir) {
-        if seeded < hashes.len() {
+        if seeded < texts {
             let mut learned = Vec::new();
-            for chunk in hashes.chunks(1000) {
-                learned.extend(engine.store().cached_embeddings(&model, chunk).await?);
+            for (owner, hashes) in &owners {
+                for chunk in hashes.chunks(1000) {
+                    learned.extend(
+                        engine
+                            .store()
+                            .cached_embeddings(owner, &model, chunk)
+                            .await?,
+                    );
+                }
             }
             c.extend(learned);
             if let Err(e) = c.save(dir) {

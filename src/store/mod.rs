@@ -16,6 +16,9 @@
 pub mod postgres;
 pub mod sqlite;
 pub mod tables;
+mod vector_blob;
+
+pub(crate) use vector_blob::{decode_vector, encode_vector};
 
 use std::collections::HashMap;
 
@@ -169,6 +172,30 @@ pub struct ApiKey {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
+/// Whose texts an embedding-cache entry holds: the memory's tenant and user
+/// (`None` for reference memory). The cache is kept per owner so that
+/// erasing a user deletes one key range of it, without asking whether
+/// another owner shares a text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CacheOwner {
+    pub tenant_id: String,
+    pub user_id: Option<String>,
+}
+
+impl CacheOwner {
+    pub fn of(memory: &Memory) -> Self {
+        CacheOwner {
+            tenant_id: memory.tenant_id.clone(),
+            user_id: memory.user_id.clone(),
+        }
+    }
+
+    /// The `user_id` key column: '' for reference memory.
+    pub(crate) fn user_key(&self) -> &str {
+        self.user_id.as_deref().unwrap_or("")
+    }
+}
+
 /// Counts by tier and status.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StoreStats {
@@ -210,12 +237,19 @@ pub trait MemoryStore: Send + Sync {
         text_sha256: &str,
     ) -> Result<Vec<Memory>>;
     async fn stats(&self) -> Result<StoreStats>;
+    /// Cached passage embeddings of an owner's texts, by text hash.
     async fn cached_embeddings(
         &self,
+        owner: &CacheOwner,
         model_id: &str,
         hashes: &[String],
     ) -> Result<HashMap<String, Vec<f32>>>;
-    async fn cache_embeddings(&self, model_id: &str, entries: &[(String, Vec<f32>)]) -> Result<()>;
+    async fn cache_embeddings(
+        &self,
+        owner: &CacheOwner,
+        model_id: &str,
+        entries: &[(String, Vec<f32>)],
+    ) -> Result<()>;
     /// Stores a new API key. A duplicate id or secret hash is a `Conflict`.
     async fn insert_api_key(&self, key: &ApiKey) -> Result<()>;
     /// The key whose secret has this SHA-256, revoked or not.
@@ -503,6 +537,18 @@ pub struct UserFootprint {
     pub threads: u64,
     pub messages: u64,
     pub pending_erasures: u64,
+}
+
+/// Whether a user has an erasure in progress (both dialects): writes of the
+/// user's data check it inside their transaction.
+const ERASING: &str = "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2";
+
+/// What a write of a user being erased gets: nothing may land behind an
+/// erasure, which deletes by user.
+fn erasing_conflict() -> crate::error::Error {
+    crate::error::Error::Conflict(
+        "this user's data is being erased; retry when the erasure has completed".into(),
+    )
 }
 
 /// The hashed user id kept in erasure tombstones.

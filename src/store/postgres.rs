@@ -33,14 +33,14 @@ use sqlx::{PgPool, Postgres, QueryBuilder, Row};
 use uuid::Uuid;
 
 use super::sqlite::{
-    conflict_if_duplicate, decode_vector, encode_vector, from_ms, json_text, ms, parse_uuid,
-    row_to_message, row_to_thread, COLUMNS, MESSAGE_COLUMNS, THREAD_COLUMNS,
+    conflict_if_duplicate, from_ms, json_text, ms, parse_uuid, row_to_message, row_to_thread,
+    COLUMNS, MESSAGE_COLUMNS, THREAD_COLUMNS,
 };
 use super::tables::{ColumnType, Table, Value};
 use super::{
-    text_hash, user_hash, ApiKey, AuditAction, AuditEvent, ChangeKind, CleanupRow, ErasedRows,
-    ErasureProgress, HeatUpdate, IndexChange, JobState, ListQuery, MemoryStore, Role, StoreStats,
-    UserFootprint,
+    decode_vector, encode_vector, text_hash, user_hash, ApiKey, AuditAction, AuditEvent,
+    CacheOwner, ChangeKind, CleanupRow, ErasedRows, ErasureProgress, HeatUpdate, IndexChange,
+    JobState, ListQuery, MemoryStore, Role, StoreStats, UserFootprint,
 };
 use crate::domain::thread::{
     ExtractionState, Message, MessageRole, NewMessage, Payload, Summary, Thread,
@@ -190,6 +190,28 @@ async fn insert_events(
 /// exclusively, so an erasure waits for the inserts already past their check.
 const USER_LOCK_KEY: &str = "hashtextextended($1 || chr(31) || $2, 0)";
 
+/// Takes the user's erasure lock shared, then answers `Conflict` when the
+/// user has an erasure in progress. Call it before the transaction's writes.
+async fn refuse_if_erasing(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    tenant_id: &str,
+    user_id: &str,
+) -> Result<()> {
+    sqlx::query(&format!(
+        "SELECT pg_advisory_xact_lock_shared({USER_LOCK_KEY})"
+    ))
+    .bind(tenant_id)
+    .bind(user_id)
+    .execute(&mut **tx)
+    .await?;
+    let erasing: Option<i32> = sqlx::query_scalar(super::ERASING)
+        .bind(tenant_id)
+        .bind(user_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    erasing.map_or(Ok(()), |_| Err(super::erasing_conflict()))
+}
+
 async fn insert_memories(
     tx: &mut sqlx::Transaction<'_, Postgres>,
     memories: &[Memory],
@@ -205,25 +227,7 @@ async fn insert_memories(
     owners.sort_unstable();
     owners.dedup();
     for (tenant, user) in owners {
-        sqlx::query(&format!(
-            "SELECT pg_advisory_xact_lock_shared({USER_LOCK_KEY})"
-        ))
-        .bind(tenant)
-        .bind(user)
-        .execute(&mut **tx)
-        .await?;
-        let erasing: Option<i32> = sqlx::query_scalar(
-            "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2",
-        )
-        .bind(tenant)
-        .bind(user)
-        .fetch_optional(&mut **tx)
-        .await?;
-        if erasing.is_some() {
-            return Err(Error::Conflict(
-                "this user's data is being erased; retry when the erasure has completed".into(),
-            ));
-        }
+        refuse_if_erasing(tx, tenant, user).await?;
     }
     for m in memories {
         sqlx::query(&format!(
@@ -509,15 +513,20 @@ impl MemoryStore for PgStore {
 
     async fn cached_embeddings(
         &self,
+        owner: &CacheOwner,
         model_id: &str,
         hashes: &[String],
     ) -> Result<HashMap<String, Vec<f32>>> {
         let mut out = HashMap::new();
         for chunk in hashes.chunks(500) {
             let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
-                "SELECT text_sha256, vector FROM embedding_cache WHERE model_id = ",
+                "SELECT text_sha256, vector FROM embedding_cache WHERE tenant_id = ",
             );
-            qb.push_bind(model_id.to_string())
+            qb.push_bind(owner.tenant_id.clone())
+                .push(" AND user_id = ")
+                .push_bind(owner.user_key().to_string())
+                .push(" AND model_id = ")
+                .push_bind(model_id.to_string())
                 .push(" AND text_sha256 IN (");
             let mut sep = qb.separated(", ");
             for h in chunk {
@@ -527,19 +536,32 @@ impl MemoryStore for PgStore {
             for row in qb.build().fetch_all(&self.pool).await? {
                 let hash: String = row.try_get(0)?;
                 let blob: Vec<u8> = row.try_get(1)?;
-                out.insert(hash, decode_vector(&blob));
+                out.insert(hash, decode_vector(&blob)?);
             }
         }
         Ok(out)
     }
 
-    async fn cache_embeddings(&self, model_id: &str, entries: &[(String, Vec<f32>)]) -> Result<()> {
+    async fn cache_embeddings(
+        &self,
+        owner: &CacheOwner,
+        model_id: &str,
+        entries: &[(String, Vec<f32>)],
+    ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
+        // A user's vectors are theirs as much as their texts: none may land
+        // behind an erasure.
+        if let Some(user) = &owner.user_id {
+            refuse_if_erasing(&mut tx, &owner.tenant_id, user).await?;
+        }
         for (hash, vector) in entries {
             sqlx::query(
-                "INSERT INTO embedding_cache (model_id, text_sha256, vector) VALUES ($1, $2, $3) \
-                 ON CONFLICT (model_id, text_sha256) DO UPDATE SET vector = excluded.vector",
+                "INSERT INTO embedding_cache (tenant_id, user_id, model_id, text_sha256, vector) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (tenant_id, user_id, model_id, text_sha256) DO UPDATE SET vector = excluded.vector",
             )
+            .bind(&owner.tenant_id)
+            .bind(owner.user_key())
             .bind(model_id)
             .bind(hash)
             .bind(encode_vector(vector))
@@ -666,13 +688,17 @@ impl MemoryStore for PgStore {
                     sep.push_bind(id.to_string());
                 }
             };
+            // The cached vector of a purged memory's text goes too, unless
+            // another memory of the same owner still has that text.
             let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
-                "DELETE FROM embedding_cache WHERE text_sha256 IN ( \
-                 SELECT m.text_sha256 FROM memories m WHERE m.status = 'deleted' AND m.id IN (",
+                "DELETE FROM embedding_cache WHERE (tenant_id, user_id, text_sha256) IN ( \
+                 SELECT m.tenant_id, coalesce(m.user_id, ''), m.text_sha256 FROM memories m \
+                 WHERE m.status = 'deleted' AND m.id IN (",
             );
             list(&mut qb);
             qb.push(
-                ") AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.text_sha256 = m.text_sha256 \
+                ") AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.tenant_id = m.tenant_id \
+                 AND o.user_id IS NOT DISTINCT FROM m.user_id AND o.text_sha256 = m.text_sha256 \
                  AND NOT (o.status = 'deleted' AND o.id IN (",
             );
             list(&mut qb);
@@ -837,19 +863,14 @@ impl MemoryStore for PgStore {
             .bind(user_id)
             .execute(&mut *tx)
             .await?;
-        // Cached embeddings of the user's texts, unless another owner has the
-        // same text (then the vector is theirs too and reveals nothing new).
-        let cached = sqlx::query(
-            "DELETE FROM embedding_cache WHERE text_sha256 IN ( \
-                 SELECT m.text_sha256 FROM memories m WHERE m.tenant_id = $1 AND m.user_id = $2 \
-                 AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.text_sha256 = m.text_sha256 \
-                 AND NOT (o.tenant_id = $1 AND o.user_id IS NOT DISTINCT FROM $2)))",
-        )
-        .bind(tenant_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        // The cache is kept per owner: the user's entries are one key range.
+        let cached =
+            sqlx::query("DELETE FROM embedding_cache WHERE tenant_id = $1 AND user_id = $2")
+                .bind(tenant_id)
+                .bind(user_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
         let candidates: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND user_id = $2 AND status = 'pending'",
         )

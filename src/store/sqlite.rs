@@ -15,9 +15,9 @@ use uuid::Uuid;
 
 use super::tables::{ColumnType, Table, Value};
 use super::{
-    text_hash, user_hash, ApiKey, AuditAction, AuditEvent, ChangeKind, CleanupRow, ErasedRows,
-    ErasureProgress, HeatUpdate, IndexChange, JobState, ListQuery, MemoryStore, Role, StoreStats,
-    UserFootprint,
+    decode_vector, encode_vector, text_hash, user_hash, ApiKey, AuditAction, AuditEvent,
+    CacheOwner, ChangeKind, CleanupRow, ErasedRows, ErasureProgress, HeatUpdate, IndexChange,
+    JobState, ListQuery, MemoryStore, Role, StoreStats, UserFootprint,
 };
 use crate::domain::thread::{
     ExtractionState, Message, MessageRole, NewMessage, Payload, Summary, Thread,
@@ -305,20 +305,24 @@ async fn insert_memories(
     owners.sort_unstable();
     owners.dedup();
     for (tenant, user) in owners {
-        let erasing: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2",
-        )
-        .bind(tenant)
-        .bind(user)
-        .fetch_optional(&mut **tx)
-        .await?;
-        if erasing.is_some() {
-            return Err(Error::Conflict(
-                "this user's data is being erased; retry when the erasure has completed".into(),
-            ));
-        }
+        refuse_if_erasing(tx, tenant, user).await?;
     }
     Ok(())
+}
+
+/// `Conflict` when the user has an erasure in progress. Call it after the
+/// transaction's writes (see `insert_memories`).
+async fn refuse_if_erasing(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    tenant_id: &str,
+    user_id: &str,
+) -> Result<()> {
+    let erasing: Option<i64> = sqlx::query_scalar(super::ERASING)
+        .bind(tenant_id)
+        .bind(user_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    erasing.map_or(Ok(()), |_| Err(super::erasing_conflict()))
 }
 
 /// Optimistic updates: each row must still have the expected version. A
@@ -556,15 +560,20 @@ impl MemoryStore for SqliteStore {
 
     async fn cached_embeddings(
         &self,
+        owner: &CacheOwner,
         model_id: &str,
         hashes: &[String],
     ) -> Result<HashMap<String, Vec<f32>>> {
         let mut out = HashMap::new();
         for chunk in hashes.chunks(500) {
             let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-                "SELECT text_sha256, vector FROM embedding_cache WHERE model_id = ",
+                "SELECT text_sha256, vector FROM embedding_cache WHERE tenant_id = ",
             );
-            qb.push_bind(model_id.to_string())
+            qb.push_bind(owner.tenant_id.clone())
+                .push(" AND user_id = ")
+                .push_bind(owner.user_key().to_string())
+                .push(" AND model_id = ")
+                .push_bind(model_id.to_string())
                 .push(" AND text_sha256 IN (");
             let mut sep = qb.separated(", ");
             for h in chunk {
@@ -574,23 +583,36 @@ impl MemoryStore for SqliteStore {
             for row in qb.build().fetch_all(&self.pool).await? {
                 let hash: String = row.try_get(0)?;
                 let blob: Vec<u8> = row.try_get(1)?;
-                out.insert(hash, decode_vector(&blob));
+                out.insert(hash, decode_vector(&blob)?);
             }
         }
         Ok(out)
     }
 
-    async fn cache_embeddings(&self, model_id: &str, entries: &[(String, Vec<f32>)]) -> Result<()> {
+    async fn cache_embeddings(
+        &self,
+        owner: &CacheOwner,
+        model_id: &str,
+        entries: &[(String, Vec<f32>)],
+    ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         for (hash, vector) in entries {
             sqlx::query(
-                "INSERT OR REPLACE INTO embedding_cache (model_id, text_sha256, vector) VALUES ($1, $2, $3)",
+                "INSERT OR REPLACE INTO embedding_cache (tenant_id, user_id, model_id, text_sha256, vector) \
+                 VALUES ($1, $2, $3, $4, $5)",
             )
+            .bind(&owner.tenant_id)
+            .bind(owner.user_key())
             .bind(model_id)
             .bind(hash)
             .bind(encode_vector(vector))
             .execute(&mut *tx)
             .await?;
+        }
+        // A user's vectors are theirs as much as their texts: none may land
+        // behind an erasure.
+        if let Some(user) = &owner.user_id {
+            refuse_if_erasing(&mut tx, &owner.tenant_id, user).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -714,13 +736,17 @@ impl MemoryStore for SqliteStore {
                     sep.push_bind(id.to_string());
                 }
             };
+            // The cached vector of a purged memory's text goes too, unless
+            // another memory of the same owner still has that text.
             let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-                "DELETE FROM embedding_cache WHERE text_sha256 IN ( \
-                 SELECT m.text_sha256 FROM memories m WHERE m.status = 'deleted' AND m.id IN (",
+                "DELETE FROM embedding_cache WHERE (tenant_id, user_id, text_sha256) IN ( \
+                 SELECT m.tenant_id, coalesce(m.user_id, ''), m.text_sha256 FROM memories m \
+                 WHERE m.status = 'deleted' AND m.id IN (",
             );
             list(&mut qb);
             qb.push(
-                ") AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.text_sha256 = m.text_sha256 \
+                ") AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.tenant_id = m.tenant_id \
+                 AND o.user_id IS m.user_id AND o.text_sha256 = m.text_sha256 \
                  AND NOT (o.status = 'deleted' AND o.id IN (",
             );
             list(&mut qb);
@@ -884,19 +910,17 @@ impl MemoryStore for SqliteStore {
 
     async fn erase_user(&self, tenant_id: &str, user_id: &str) -> Result<ErasedRows> {
         let mut tx = self.pool.begin().await?;
-        // Cached embeddings of the user's texts, unless another owner has the
-        // same text (then the vector is theirs too and reveals nothing new).
-        let cached = sqlx::query(
-            "DELETE FROM embedding_cache WHERE text_sha256 IN ( \
-                 SELECT m.text_sha256 FROM memories m WHERE m.tenant_id = $1 AND m.user_id = $2 \
-                 AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.text_sha256 = m.text_sha256 \
-                 AND NOT (o.tenant_id = $1 AND o.user_id IS $2)))",
-        )
-        .bind(tenant_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        // Every delete below is one key range of the user's own rows: the
+        // cache is kept per owner, and the memories go in id order through
+        // `memories_owner` (the planner's pick, `memories_dedup`, walks them
+        // in text-hash order: each table page is then visited many times).
+        let cached =
+            sqlx::query("DELETE FROM embedding_cache WHERE tenant_id = $1 AND user_id = $2")
+                .bind(tenant_id)
+                .bind(user_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
         let candidates: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND user_id = $2 AND status = 'pending'",
         )
@@ -910,12 +934,14 @@ impl MemoryStore for SqliteStore {
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        let memories = sqlx::query("DELETE FROM memories WHERE tenant_id = $1 AND user_id = $2")
-            .bind(tenant_id)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let memories = sqlx::query(
+            "DELETE FROM memories INDEXED BY memories_owner WHERE tenant_id = $1 AND user_id = $2",
+        )
+        .bind(tenant_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         let mut deleted = [0u64; 3];
         for (i, table) in ["message_payloads", "messages", "threads"]
             .iter()
@@ -1444,15 +1470,4 @@ fn bind_value<'q>(query: SqliteQuery<'q>, v: &Value, t: ColumnType) -> SqliteQue
         (Value::Null, ColumnType::Bytes) => query.bind(None::<Vec<u8>>),
         (Value::Null, _) => query.bind(None::<String>),
     }
-}
-
-/// Vectors are stored as little-endian f32 bytes.
-pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-pub(crate) fn decode_vector(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }

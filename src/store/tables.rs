@@ -162,8 +162,14 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         name: "embedding_cache",
-        columns: &[("model_id", Text), ("text_sha256", Text), ("vector", Bytes)],
-        key: &["model_id", "text_sha256"],
+        columns: &[
+            ("tenant_id", Text),
+            ("user_id", Text),
+            ("model_id", Text),
+            ("text_sha256", Text),
+            ("vector", Bytes),
+        ],
+        key: &["tenant_id", "user_id", "model_id", "text_sha256"],
         generated_key: false,
     },
     Table {

@@ -22,5 +22,6 @@ mod migrate;
 mod postgres_engine;
 mod ranking;
 mod real_embedder;
+mod schema_upgrade;
 mod store_contract;
 mod threads;

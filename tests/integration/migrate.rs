@@ -322,14 +322,17 @@ async fn migrate_100k_memories() {
             .map(|m| AuditEvent::for_memory(m, AuditAction::Create, "bench", t0()))
             .collect();
         source.insert(&memories, &events).await.unwrap();
-        let cache: Vec<(String, Vec<f32>)> = memories
-            .iter()
-            .map(|m| (text_hash(&m.text), vec![0.01; 384]))
-            .collect();
-        source
-            .cache_embeddings("bench-model", &cache)
-            .await
-            .unwrap();
+        for m in &memories {
+            let owner = mnemo::store::CacheOwner::of(m);
+            source
+                .cache_embeddings(
+                    &owner,
+                    "bench-model",
+                    &[(text_hash(&m.text), vec![0.01; 384])],
+                )
+                .await
+                .unwrap();
+        }
     }
     eprintln!("source built in {:.1} s", started.elapsed().as_secs_f64());
 

@@ -4,7 +4,7 @@
 //! (`store_contract::postgres::…`). A behaviour that differs between the two
 //! fails one of them.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use chrono::Duration;
 use mnemo::domain::thread::{
@@ -13,7 +13,8 @@ use mnemo::domain::thread::{
 use mnemo::domain::{Kind, Memory, Source, Status, Tier};
 use mnemo::lifecycle::SweepStep;
 use mnemo::store::{
-    text_hash, ApiKey, AuditAction, AuditEvent, HeatUpdate, ListQuery, MemoryStore, Role,
+    text_hash, ApiKey, AuditAction, AuditEvent, CacheOwner, HeatUpdate, ListQuery, MemoryStore,
+    Role,
 };
 use mnemo::Error;
 use uuid::Uuid;
@@ -68,6 +69,13 @@ contract_tests!(
     turn_leases_and_extraction_claims,
     compaction_takes_only_extracted_messages,
 );
+
+fn owner(user: Option<&str>) -> CacheOwner {
+    CacheOwner {
+        tenant_id: "default".into(),
+        user_id: user.map(str::to_string),
+    }
+}
 
 fn memory(user: Option<&str>, tier: Tier, text: &str) -> Memory {
     Memory::sample(tier, user, text, t0())
@@ -468,7 +476,7 @@ async fn stats_count_by_tier_and_status(b: Backend) {
         ],
     )
     .await;
-    s.cache_embeddings("m", &[("h".into(), vec![0.5])])
+    s.cache_embeddings(&owner(Some("u")), "m", &[("h".into(), vec![0.5])])
         .await
         .unwrap();
     let stats = s.stats().await.unwrap();
@@ -487,41 +495,65 @@ async fn stats_count_by_tier_and_status(b: Backend) {
 
 async fn embedding_cache_round_trips_and_overwrites(b: Backend) {
     let s = b.store.as_ref();
-    let v1 = vec![0.1f32, -2.5, f32::MIN_POSITIVE, 1e30];
+    let (alice, bob, reference) = (owner(Some("alice")), owner(Some("bob")), owner(None));
+    // Stored in half precision: within 2^-11 relative of what was cached.
+    let v1 = vec![0.1f32, -0.5, 0.033, 1.0];
+    let close = |a: &[f32], b: &[f32]| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| (x - y).abs() <= x.abs() / 2048.0 + 1e-7)
+    };
     s.cache_embeddings(
+        &alice,
         "model-a",
         &[("h1".into(), v1.clone()), ("h2".into(), vec![1.0])],
     )
     .await
     .unwrap();
-    s.cache_embeddings("model-b", &[("h1".into(), vec![9.0])])
+    s.cache_embeddings(&alice, "model-b", &[("h1".into(), vec![0.25])])
+        .await
+        .unwrap();
+    s.cache_embeddings(&reference, "model-a", &[("h2".into(), vec![-0.75])])
         .await
         .unwrap();
     let got = s
-        .cached_embeddings("model-a", &["h1".into(), "h3".into()])
+        .cached_embeddings(&alice, "model-a", &["h1".into(), "h3".into()])
         .await
         .unwrap();
     assert_eq!(got.len(), 1);
-    assert_eq!(got["h1"], v1, "bit-exact");
-    s.cache_embeddings("model-a", &[("h1".into(), vec![3.0])])
+    assert!(close(&got["h1"], &v1), "{:?}", got["h1"]);
+    // Kept per owner: bob sees none of alice's entries, reference its own.
+    assert!(s
+        .cached_embeddings(&bob, "model-a", &["h1".into(), "h2".into()])
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        s.cached_embeddings(&reference, "model-a", &["h1".into(), "h2".into()])
+            .await
+            .unwrap(),
+        HashMap::from([("h2".to_string(), vec![-0.75])])
+    );
+    s.cache_embeddings(&alice, "model-a", &[("h1".into(), vec![0.5])])
         .await
         .unwrap();
     let got = s
-        .cached_embeddings("model-a", &["h1".into(), "h2".into()])
+        .cached_embeddings(&alice, "model-a", &["h1".into(), "h2".into()])
         .await
         .unwrap();
     assert_eq!(
         (got["h1"].clone(), got["h2"].clone()),
-        (vec![3.0], vec![1.0])
+        (vec![0.5], vec![1.0])
     );
     assert_eq!(
-        s.cached_embeddings("model-b", &["h1".into()])
+        s.cached_embeddings(&alice, "model-b", &["h1".into()])
             .await
             .unwrap()["h1"],
-        vec![9.0]
+        vec![0.25]
     );
     assert!(s
-        .cached_embeddings("model-a", &[])
+        .cached_embeddings(&alice, "model-a", &[])
         .await
         .unwrap()
         .is_empty());
@@ -707,8 +739,9 @@ async fn purge_deletes_only_soft_deleted_and_scrubs_audit_text(b: Backend) {
     gone.status = Status::Deleted;
     let mut gone_shared = memory(Some("u"), Tier::LongTerm, "shared text");
     gone_shared.status = Status::Deleted;
-    let keeper = memory(Some("v"), Tier::LongTerm, "shared text");
+    let keeper = memory(Some("u"), Tier::LongTerm, "shared text");
     let live = memory(Some("u"), Tier::LongTerm, "live text");
+    let other = memory(Some("v"), Tier::LongTerm, "secret purge text");
     insert(
         s,
         &[
@@ -716,6 +749,7 @@ async fn purge_deletes_only_soft_deleted_and_scrubs_audit_text(b: Backend) {
             gone_shared.clone(),
             keeper.clone(),
             live.clone(),
+            other,
         ],
     )
     .await;
@@ -723,7 +757,12 @@ async fn purge_deletes_only_soft_deleted_and_scrubs_audit_text(b: Backend) {
         .iter()
         .map(|t| (text_hash(t), vec![1.0]))
         .collect();
-    s.cache_embeddings("m", &cache).await.unwrap();
+    s.cache_embeddings(&owner(Some("u")), "m", &cache)
+        .await
+        .unwrap();
+    s.cache_embeddings(&owner(Some("v")), "m", &cache[..1])
+        .await
+        .unwrap();
 
     let purged = s
         .purge(&[gone.id, gone_shared.id, live.id, Uuid::now_v7()])
@@ -742,18 +781,24 @@ async fn purge_deletes_only_soft_deleted_and_scrubs_audit_text(b: Backend) {
         (None, None)
     );
     assert_eq!(history[0].action, AuditAction::Create);
+    let hashes: Vec<String> = cache.iter().map(|(h, _)| h.clone()).collect();
     let left = s
-        .cached_embeddings(
-            "m",
-            &cache.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>(),
-        )
+        .cached_embeddings(&owner(Some("u")), "m", &hashes)
         .await
         .unwrap();
     let left: HashSet<String> = left.into_keys().collect();
     assert_eq!(
         left,
         HashSet::from([text_hash("shared text"), text_hash("live text")]),
-        "a cached vector another memory uses stays"
+        "a cached vector another memory of the owner uses stays"
+    );
+    assert_eq!(
+        s.cached_embeddings(&owner(Some("v")), "m", &hashes)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "another owner's entry for the purged text stays"
     );
     assert_eq!(s.purge(&[]).await.unwrap(), 0);
 }
@@ -931,7 +976,20 @@ async fn erase_user_leaves_nothing_and_spares_others(b: Backend) {
         .iter()
         .map(|m| (text_hash(&m.text), vec![0.5]))
         .collect();
-    s.cache_embeddings("m", &cache).await.unwrap();
+    s.cache_embeddings(&owner(Some("alice")), "m", &cache)
+        .await
+        .unwrap();
+    let bob_cache = [(text_hash(&bob.text), vec![0.25])];
+    s.cache_embeddings(&owner(Some("bob")), "m", &bob_cache)
+        .await
+        .unwrap();
+    let alice_elsewhere = CacheOwner {
+        tenant_id: "other".into(),
+        user_id: Some("alice".into()),
+    };
+    s.cache_embeddings(&alice_elsewhere, "m", &cache[..1])
+        .await
+        .unwrap();
 
     let alice_thread = thread("alice");
     s.insert_thread(&alice_thread).await.unwrap();
@@ -971,7 +1029,7 @@ async fn erase_user_leaves_nothing_and_spares_others(b: Backend) {
             memories: 4,
             candidates: 1,
             audit_events: 4,
-            cached_embeddings: 3,
+            cached_embeddings: 4,
             threads: 1,
             messages: 3,
         }
@@ -1021,16 +1079,27 @@ async fn erase_user_leaves_nothing_and_spares_others(b: Backend) {
     );
     assert_eq!(s.get(other_tenant.id).await.unwrap(), Some(other_tenant));
     assert_eq!(s.history(bob.id).await.unwrap().len(), 1);
-    let left = s
-        .cached_embeddings(
-            "m",
-            &cache.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>(),
-        )
+    let hashes: Vec<String> = cache.iter().map(|(h, _)| h.clone()).collect();
+    assert!(s
+        .cached_embeddings(&owner(Some("alice")), "m", &hashes)
         .await
-        .unwrap();
+        .unwrap()
+        .is_empty());
     assert_eq!(
-        left.into_keys().collect::<Vec<_>>(),
-        vec![text_hash("common phrase")]
+        s.cached_embeddings(&owner(Some("bob")), "m", &hashes)
+            .await
+            .unwrap()
+            .into_keys()
+            .collect::<Vec<_>>(),
+        vec![text_hash("common phrase")],
+        "bob's entry for the same text stays"
+    );
+    assert_eq!(
+        s.cached_embeddings(&alice_elsewhere, "m", &hashes)
+            .await
+            .unwrap()
+            .len(),
+        1
     );
     // Nothing of alice's text is left in any table's live rows.
     for table in mnemo::store::tables::TABLES {
@@ -1075,7 +1144,7 @@ async fn export_and_import_rows_copy_a_store(b: Backend) {
     }])
     .await
     .unwrap();
-    src.cache_embeddings("m", &[("h".into(), vec![0.25, -1.0])])
+    src.cache_embeddings(&owner(Some("u")), "m", &[("h".into(), vec![0.25, -1.0])])
         .await
         .unwrap();
     src.insert_api_key(&key("k1", "h1", Role::Agent, Some("u"), 0))
@@ -1160,7 +1229,9 @@ async fn export_and_import_rows_copy_a_store(b: Backend) {
         src.job_state("ttl-sweep").await.unwrap()
     );
     assert_eq!(
-        dst.cached_embeddings("m", &["h".into()]).await.unwrap()["h"],
+        dst.cached_embeddings(&owner(Some("u")), "m", &["h".into()])
+            .await
+            .unwrap()["h"],
         vec![0.25, -1.0]
     );
     // New events after the copy continue the sequence instead of colliding.
@@ -1210,6 +1281,16 @@ async fn no_memory_lands_for_a_user_being_erased(b: Backend) {
         .await;
     assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
     assert!(s.get(carol.id).await.unwrap().is_none());
+    // Nor a cached vector of her text.
+    let entry = [(text_hash(&carol.text), vec![0.5])];
+    let refused = s.cache_embeddings(&owner(Some("carol")), "m", &entry).await;
+    assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+    assert!(s
+        .cached_embeddings(&owner(Some("carol")), "m", &[entry[0].0.clone()])
+        .await
+        .unwrap()
+        .is_empty());
+    s.cache_embeddings(&owner(None), "m", &entry).await.unwrap();
     // Other users, and reference memories, are not held up.
     insert(s, &[memory(Some("dan"), Tier::LongTerm, "dan is fine")]).await;
     insert(s, &[memory(None, Tier::Reference, "a reference")]).await;
