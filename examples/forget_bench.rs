@@ -8,7 +8,8 @@
 //! ```
 //! Erasure does not embed anything, so this uses the hashing embedder (same
 //! dimension as the real model: the vector index does the same work) to keep
-//! set-up fast. Writes nothing outside a temporary directory.
+//! set-up fast. The three groups are written in interleaved batches. Writes
+//! nothing outside a temporary directory (and `--save DIR`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -70,23 +71,29 @@ async fn main() -> anyhow::Result<()> {
     } else {
         groups.to_vec()
     };
-    for (tier, user, n) in groups {
-        let mut left = n;
-        while left > 0 {
-            let batch: Vec<NewMemory> = (0..left.min(1000))
-                .map(|_| {
-                    serial += 1;
-                    NewMemory {
-                        tier: Some(tier),
-                        user_id: user.map(str::to_string),
-                        text: format!("memory number {serial} about topic {}", serial % 97),
-                        ..Default::default()
-                    }
-                })
-                .collect();
-            left -= batch.len();
-            engine.add(&actor, batch, false).await?;
-        }
+    // Batches of the three groups interleave in proportion (the group with
+    // the largest share still to write goes next), as users' writes do over
+    // time: the forgotten user's rows are spread through every table and
+    // index rather than stored in one run.
+    let mut left: Vec<usize> = groups.iter().map(|g| g.2).collect();
+    while let Some(g) = (0..groups.len()).filter(|&g| left[g] > 0).max_by(|&a, &b| {
+        let share = |g: usize| left[g] as f64 / groups[g].2 as f64;
+        share(a).total_cmp(&share(b))
+    }) {
+        let (tier, user, _) = groups[g];
+        let batch: Vec<NewMemory> = (0..left[g].min(500))
+            .map(|_| {
+                serial += 1;
+                NewMemory {
+                    tier: Some(tier),
+                    user_id: user.map(str::to_string),
+                    text: format!("memory number {serial} about topic {}", serial % 97),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        left[g] -= batch.len();
+        engine.add(&actor, batch, false).await?;
     }
     engine.commit().await?;
     engine.optimize().await?;
@@ -125,7 +132,10 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()> 
         if entry.file_type()?.is_dir() {
             copy_dir(&entry.path(), &target)?;
         } else {
-            std::fs::copy(entry.path(), target)?;
+            std::fs::copy(entry.path(), &target)?;
+            // On disk before the timed erasure starts: otherwise the copy's
+            // write-back competes with the erasure's own writes and syncs.
+            std::fs::File::open(&target)?.sync_all()?;
         }
     }
     Ok(())

@@ -287,6 +287,23 @@ impl Drop for TantivyIndex {
     }
 }
 
+/// Splits segments (id, live documents) into at most `groups` sets of
+/// similar size, largest first into the smallest set. A segment alone in its
+/// set is merged too: rewriting it is what drops its deleted documents.
+fn merge_groups<Id>(mut segments: Vec<(Id, u32)>, groups: usize) -> Vec<Vec<Id>> {
+    segments.sort_by_key(|(_, docs)| std::cmp::Reverse(*docs));
+    let mut sets: Vec<(u64, Vec<Id>)> = Vec::new();
+    for (id, docs) in segments {
+        if sets.len() < groups.max(1) {
+            sets.push((docs as u64, vec![id]));
+        } else if let Some(smallest) = sets.iter_mut().min_by_key(|(total, _)| *total) {
+            smallest.0 += docs as u64;
+            smallest.1.push(id);
+        }
+    }
+    sets.into_iter().map(|(_, ids)| ids).collect()
+}
+
 fn open_writer(index: &Index) -> Result<IndexWriter> {
     index
         .writer_with_num_threads(1, WRITER_MEMORY_BYTES)
@@ -548,17 +565,24 @@ impl Worker {
             // Scoped: a live `SegmentMeta` keeps its files from the garbage collector.
             // Only segments with deleted documents still hold deleted text:
             // rewriting them (not the whole index) makes the erasure cost
-            // proportional to where the owner's documents were.
-            let ids: Vec<_> = self
+            // proportional to where the owner's documents were. A user's
+            // documents are usually in every segment, so the rewrite is split
+            // into one merge per core, run at once.
+            let with_deletes: Vec<_> = self
                 .index
                 .searchable_segment_metas()
                 .map_err(lexical)?
-                .iter()
+                .into_iter()
                 .filter(|m| m.has_deletes())
-                .map(|m| m.id())
+                .map(|m| (m.id(), m.num_docs()))
                 .collect();
-            if !ids.is_empty() {
-                self.writer().merge(&ids).wait().map_err(lexical)?;
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let merges: Vec<_> = merge_groups(with_deletes, cores)
+                .iter()
+                .map(|ids| self.writer().merge(ids))
+                .collect();
+            for merge in merges {
+                merge.wait().map_err(lexical)?;
             }
         }
         self.restart_writer()?;
@@ -644,6 +668,24 @@ mod tests {
 
     fn open(dir: &TempDir, delay: Duration) -> TantivyIndex {
         TantivyIndex::open(dir.path(), delay).unwrap()
+    }
+
+    #[test]
+    fn merge_groups_balance_documents_across_cores() {
+        let segments = vec![("a", 21_500), ("b", 15_000), ("c", 15_000), ("d", 8_500)];
+        let groups = merge_groups(segments.clone(), 2);
+        assert_eq!(groups, vec![vec!["a", "d"], vec!["b", "c"]]);
+        assert_eq!(
+            merge_groups(segments.clone(), 1),
+            vec![vec!["a", "b", "c", "d"]]
+        );
+        assert_eq!(
+            merge_groups(segments, 8).len(),
+            4,
+            "one segment per merge at most"
+        );
+        assert!(merge_groups(Vec::<(&str, u32)>::new(), 2).is_empty());
+        assert_eq!(merge_groups(vec![("x", 0)], 0), vec![vec!["x"]]);
     }
 
     #[test]
@@ -1041,7 +1083,12 @@ mod tests {
         let after = files_containing(dir.path(), marker.as_bytes());
         assert!(after.is_empty(), "marker still on disk in {after:?}");
         assert_eq!(index.count_owner(&bob()).unwrap(), 60);
-        assert_eq!(index.reader.searcher().segment_readers().len(), 1);
+        // Every segment was rewritten without the deleted documents, in at
+        // most one merge per core.
+        let searcher = index.reader.searcher();
+        assert!(searcher.segment_readers().iter().all(|s| !s.has_deletes()));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(searcher.segment_readers().len() <= cores.min(3));
         assert_eq!(
             index
                 .search("gardening", &long_term(&bob()), 100)
