@@ -445,14 +445,7 @@ impl Engine {
     pub(crate) async fn embed_passages(&self, memories: &[Memory]) -> Result<Vec<Vec<f32>>> {
         let hashes: Vec<String> = memories.iter().map(|m| text_hash(&m.text)).collect();
         let model = self.0.embedder.model_id().to_string();
-        let mut owners: Vec<(CacheOwner, Vec<usize>)> = Vec::new();
-        for (i, m) in memories.iter().enumerate() {
-            let owner = CacheOwner::of(m);
-            match owners.iter_mut().find(|(o, _)| *o == owner) {
-                Some((_, items)) => items.push(i),
-                None => owners.push((owner, vec![i])),
-            }
-        }
+        let owners = CacheOwner::group(memories.iter().map(CacheOwner::of).zip(0..));
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; memories.len()];
         for (owner, items) in &owners {
             let wanted: Vec<String> = items.iter().map(|&i| hashes[i].clone()).collect();
@@ -491,13 +484,14 @@ impl Engine {
                 missing.iter().map(|(h, _)| *h).zip(fresh).collect();
             for (owner, items) in &owners {
                 let mut entries: Vec<(String, Vec<f32>)> = Vec::new();
+                let mut added: HashSet<&str> = HashSet::new();
                 for &i in items {
                     if vectors[i].is_none() {
                         let v = fresh
                             .get(hashes[i].as_str())
                             .cloned()
                             .ok_or_else(|| Error::internal("embedding missing after embedding"))?;
-                        if !entries.iter().any(|(h, _)| *h == hashes[i]) {
+                        if added.insert(hashes[i].as_str()) {
                             entries.push((hashes[i].clone(), v.clone()));
                         }
                         vectors[i] = Some(v);

@@ -153,16 +153,16 @@ async fn ingest(
     let actor = Actor::local("eval");
     // The store's cache is kept per owner: the texts of each owner the set's
     // documents will be written for (a set may hold several users).
-    let mut owners: Vec<(CacheOwner, Vec<String>)> = Vec::new();
     let now = engine.clock().now();
-    for d in &set.docs {
-        let owner = CacheOwner::of(&engine.prepare(&actor, d.memory.clone(), now)?);
-        let hash = text_hash(&d.memory.text);
-        match owners.iter_mut().find(|(o, _)| *o == owner) {
-            Some((_, hashes)) => hashes.push(hash),
-            None => owners.push((owner, vec![hash])),
-        }
-    }
+    let mut owners = CacheOwner::group(
+        set.docs
+            .iter()
+            .map(|d| {
+                let memory = engine.prepare(&actor, d.memory.clone(), now)?;
+                Ok((CacheOwner::of(&memory), text_hash(&memory.text)))
+            })
+            .collect::<Result<Vec<_>>>()?,
+    );
     for (_, hashes) in &mut owners {
         hashes.sort();
         hashes.dedup();

@@ -190,6 +190,19 @@ impl CacheOwner {
         }
     }
 
+    /// Items grouped by owner, owners in first-seen order (a batch of writes
+    /// usually has one or a few).
+    pub fn group<T>(items: impl IntoIterator<Item = (CacheOwner, T)>) -> Vec<(CacheOwner, Vec<T>)> {
+        let mut groups: Vec<(CacheOwner, Vec<T>)> = Vec::new();
+        for (owner, item) in items {
+            match groups.iter_mut().find(|(o, _)| *o == owner) {
+                Some((_, group)) => group.push(item),
+                None => groups.push((owner, vec![item])),
+            }
+        }
+        groups
+    }
+
     /// The `user_id` key column: '' for reference memory.
     pub(crate) fn user_key(&self) -> &str {
         self.user_id.as_deref().unwrap_or("")
