@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::lexical::{LexicalDoc, LexicalIndex};
 use crate::policy::Policy;
 use crate::store::{
-    text_hash, AuditAction, AuditEvent, CacheOwner, ListQuery, MemoryStore, StoreStats,
+    text_hash, AuditAction, AuditEvent, CacheOwner, ListQuery, MemoryStore, StoreStats, ThreadRef,
 };
 use crate::vector::{VectorIndex, VectorPoint};
 
@@ -443,6 +443,17 @@ impl Engine {
     /// cache is kept per owner (see [`CacheOwner`]) and a batch may mix
     /// owners; a text missing for several of them is embedded once.
     pub(crate) async fn embed_passages(&self, memories: &[Memory]) -> Result<Vec<Vec<f32>>> {
+        self.embed_passages_from(memories, None).await
+    }
+
+    /// [`Engine::embed_passages`] for memories extracted from a thread: the
+    /// vectors are cached only while the thread exists (see
+    /// [`Engine::remember_from_thread`]).
+    pub(crate) async fn embed_passages_from(
+        &self,
+        memories: &[Memory],
+        from_thread: Option<ThreadRef<'_>>,
+    ) -> Result<Vec<Vec<f32>>> {
         let hashes: Vec<String> = memories.iter().map(|m| text_hash(&m.text)).collect();
         let model = self.0.embedder.model_id().to_string();
         let owners = CacheOwner::group(memories.iter().map(CacheOwner::of).zip(0..));
@@ -500,7 +511,7 @@ impl Engine {
                 if !entries.is_empty() {
                     self.0
                         .store
-                        .cache_embeddings(owner, &model, &entries)
+                        .cache_embeddings(owner, &model, &entries, from_thread)
                         .await?;
                 }
             }

@@ -19,7 +19,7 @@ use crate::domain::{Memory, NewMemory, Status, Tier};
 use crate::error::{Error, Result};
 use crate::lifecycle::{correction_cue, corrects, same_fact};
 use crate::service::{Actor, Engine};
-use crate::store::{text_hash, AuditAction, AuditEvent, ListQuery};
+use crate::store::{text_hash, AuditAction, AuditEvent, ListQuery, ThreadRef};
 
 /// What a write did with one item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -105,6 +105,34 @@ impl Engine {
         items: Vec<NewMemory>,
         refresh: bool,
     ) -> Result<Vec<Remembered>> {
+        self.remember_from(actor, items, refresh, None).await
+    }
+
+    /// [`Engine::remember`] for memories extracted from a stored thread:
+    /// they are written only while the thread exists, in the same
+    /// transaction (`NotFound` otherwise). The user may be erased while the
+    /// extractor runs, and nothing derived from their messages may land
+    /// after "forget all my data".
+    pub(crate) async fn remember_from_thread(
+        &self,
+        actor: &Actor,
+        thread_id: Uuid,
+        items: Vec<NewMemory>,
+    ) -> Result<Vec<Remembered>> {
+        let thread = ThreadRef {
+            tenant_id: &actor.tenant_id,
+            id: thread_id,
+        };
+        self.remember_from(actor, items, false, Some(thread)).await
+    }
+
+    async fn remember_from(
+        &self,
+        actor: &Actor,
+        items: Vec<NewMemory>,
+        refresh: bool,
+        from_thread: Option<ThreadRef<'_>>,
+    ) -> Result<Vec<Remembered>> {
         let policy = self.policy().clone();
         if items.is_empty() {
             return Err(Error::invalid(
@@ -127,7 +155,7 @@ impl Engine {
             .into_iter()
             .map(|n| self.prepare(actor, n, now))
             .collect::<Result<Vec<_>>>()?;
-        let vectors = self.embed_passages(&memories).await?;
+        let vectors = self.embed_passages_from(&memories, from_thread).await?;
         let lc = &policy.lifecycle;
 
         // Stored memories each item may concern: the one it names, or its
@@ -291,10 +319,10 @@ impl Engine {
             .collect();
         let (inserts, mut vecs): (Vec<Memory>, Vec<Vec<f32>>) = batch.inserts.into_iter().unzip();
         self.store()
-            .write(&inserts, &changes, &batch.events)
+            .write(&inserts, &changes, &batch.events, from_thread)
             .await?;
         let changed: Vec<Memory> = changes.into_iter().map(|(m, _)| m).collect();
-        vecs.extend(self.embed_passages(&changed).await?);
+        vecs.extend(self.embed_passages_from(&changed, from_thread).await?);
         let all: Vec<Memory> = inserts.into_iter().chain(changed).collect();
         self.index(&all, vecs, refresh).await;
         let by_id: HashMap<Uuid, &Memory> = all.iter().map(|m| (m.id, m)).collect();

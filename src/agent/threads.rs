@@ -630,7 +630,9 @@ impl Agent {
             return Ok(());
         }
         // The user may have been erased while the extractor ran: write
-        // nothing for a thread that is gone.
+        // nothing for a thread that is gone. Checked here to skip the work,
+        // and again in the write's transaction (`remember_from_thread`) for
+        // an erasure that completes in between.
         let store = self.0.engine.store();
         if store.get_thread(&m.tenant_id, m.thread_id).await?.is_none() {
             return Ok(());
@@ -657,7 +659,20 @@ impl Agent {
             user_id: Some(m.user_id.clone()),
             admin: false,
         };
-        for r in self.0.engine.remember(&actor, items, false).await? {
+        let remembered = match self
+            .0
+            .engine
+            .remember_from_thread(&actor, m.thread_id, items)
+            .await
+        {
+            Err(Error::NotFound { .. })
+                if store.get_thread(&m.tenant_id, m.thread_id).await?.is_none() =>
+            {
+                return Ok(())
+            }
+            other => other?,
+        };
+        for r in remembered {
             match r.outcome {
                 Outcome::Created => stats.created += 1,
                 Outcome::Reinforced | Outcome::Promoted => stats.reinforced += 1,

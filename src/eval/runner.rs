@@ -183,7 +183,7 @@ async fn ingest(
             for chunk in entries.chunks(1000) {
                 engine
                     .store()
-                    .cache_embeddings(owner, &model, chunk)
+                    .cache_embeddings(owner, &model, chunk, None)
                     .await?;
             }
         }

@@ -172,6 +172,13 @@ pub struct ApiKey {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
+/// A stored thread, by tenant and id.
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadRef<'a> {
+    pub tenant_id: &'a str,
+    pub id: Uuid,
+}
+
 /// Whose texts an embedding-cache entry holds: the memory's tenant and user
 /// (`None` for reference memory). The cache is kept per owner so that
 /// erasing a user deletes one key range of it, without asking whether
@@ -257,11 +264,15 @@ pub trait MemoryStore: Send + Sync {
         model_id: &str,
         hashes: &[String],
     ) -> Result<HashMap<String, Vec<f32>>>;
+    /// Caches passage embeddings of an owner's texts. Refused (`Conflict`)
+    /// while the owner is being erased; with `from_thread`, written only
+    /// while that thread exists (`NotFound`), as [`MemoryStore::write`].
     async fn cache_embeddings(
         &self,
         owner: &CacheOwner,
         model_id: &str,
         entries: &[(String, Vec<f32>)],
+        from_thread: Option<ThreadRef<'_>>,
     ) -> Result<()>;
     /// Stores a new API key. A duplicate id or secret hash is a `Conflict`.
     async fn insert_api_key(&self, key: &ApiKey) -> Result<()>;
@@ -282,12 +293,15 @@ pub trait MemoryStore: Send + Sync {
 
     /// Inserts and optimistic updates (as `update`) with their audit events,
     /// all in one transaction: a reinforcement or a correction never leaves
-    /// half its changes behind.
+    /// half its changes behind. With `from_thread`, the write commits only
+    /// while that thread exists (`NotFound` otherwise, nothing written):
+    /// memories extracted from a thread must not outlive its erasure.
     async fn write(
         &self,
         inserts: &[Memory],
         changes: &[(Memory, i64)],
         events: &[AuditEvent],
+        from_thread: Option<ThreadRef<'_>>,
     ) -> Result<()>;
     /// Memories due for a TTL-sweep step at `cutoff` (see [`SweepStep`]),
     /// in id order after `after`. Selection is by state and time only.
@@ -555,6 +569,15 @@ pub struct UserFootprint {
 /// Whether a user has an erasure in progress (both dialects): writes of the
 /// user's data check it inside their transaction.
 const ERASING: &str = "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2";
+
+/// Whether a thread exists (both dialects).
+const THREAD_EXISTS: &str = "SELECT 1 FROM threads WHERE tenant_id = $1 AND id = $2";
+
+fn thread_gone(thread: ThreadRef<'_>) -> crate::error::Error {
+    crate::error::Error::NotFound {
+        what: format!("thread {}", thread.id),
+    }
+}
 
 /// What a write of a user being erased gets: nothing may land behind an
 /// erasure, which deletes by user.

@@ -17,7 +17,7 @@ use super::tables::{ColumnType, Table, Value};
 use super::{
     decode_vector, encode_vector, text_hash, user_hash, ApiKey, AuditAction, AuditEvent,
     CacheOwner, ChangeKind, CleanupRow, ErasedRows, ErasureProgress, HeatUpdate, IndexChange,
-    JobState, ListQuery, MemoryStore, Role, StoreStats, UserFootprint,
+    JobState, ListQuery, MemoryStore, Role, StoreStats, ThreadRef, UserFootprint,
 };
 use crate::domain::thread::{
     ExtractionState, Message, MessageRole, NewMessage, Payload, Summary, Thread,
@@ -256,6 +256,19 @@ async fn insert_events(
         .await?;
     }
     Ok(())
+}
+
+/// `NotFound` when the thread is gone (erased, or never there).
+async fn refuse_if_thread_gone(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    thread: ThreadRef<'_>,
+) -> Result<()> {
+    let exists: Option<i64> = sqlx::query_scalar(super::THREAD_EXISTS)
+        .bind(thread.tenant_id)
+        .bind(thread.id.to_string())
+        .fetch_optional(&mut **tx)
+        .await?;
+    exists.map_or(Err(super::thread_gone(thread)), |_| Ok(()))
 }
 
 async fn insert_memories(
@@ -594,6 +607,7 @@ impl MemoryStore for SqliteStore {
         owner: &CacheOwner,
         model_id: &str,
         entries: &[(String, Vec<f32>)],
+        from_thread: Option<ThreadRef<'_>>,
     ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         for (hash, vector) in entries {
@@ -613,6 +627,9 @@ impl MemoryStore for SqliteStore {
         // behind an erasure.
         if let Some(user) = &owner.user_id {
             refuse_if_erasing(&mut tx, &owner.tenant_id, user).await?;
+        }
+        if let Some(thread) = from_thread {
+            refuse_if_thread_gone(&mut tx, thread).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -687,11 +704,18 @@ impl MemoryStore for SqliteStore {
         inserts: &[Memory],
         changes: &[(Memory, i64)],
         events: &[AuditEvent],
+        from_thread: Option<ThreadRef<'_>>,
     ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         insert_memories(&mut tx, inserts).await?;
         update_memories(&mut tx, changes).await?;
         insert_events(&mut tx, events).await?;
+        // Checked after the writes, which took the write lock (see
+        // `insert_memories`): an erasure that deleted the thread has committed
+        // by now, or starts after this transaction and deletes its rows.
+        if let Some(thread) = from_thread {
+            refuse_if_thread_gone(&mut tx, thread).await?;
+        }
         tx.commit().await?;
         Ok(())
     }

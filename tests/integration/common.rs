@@ -73,3 +73,26 @@ pub fn long_term(user: &str, text: &str) -> NewMemory {
         ..Default::default()
     }
 }
+
+/// The hashing embedder, calling `before_passages` with every batch of
+/// passages before embedding it: tests count embeddings with it, or hold one.
+pub struct HookedEmbedder<F> {
+    pub inner: HashingEmbedder,
+    pub before_passages: F,
+}
+
+impl<F: Fn(&[&str]) + Send + Sync> mnemo::embed::Embedder for HookedEmbedder<F> {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn embed_query(&self, text: &str) -> mnemo::Result<Vec<f32>> {
+        self.inner.embed_query(text)
+    }
+    fn embed_passages(&self, texts: &[&str]) -> mnemo::Result<Vec<Vec<f32>>> {
+        (self.before_passages)(texts);
+        self.inner.embed_passages(texts)
+    }
+}

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mnemo::embed::hashing::HashingEmbedder;
-use mnemo::embed::Embedder;
 use mnemo::migrate::{copy_store, CopyOptions};
 use mnemo::service::{Actor, SearchRequest};
 use mnemo::store::tables::TABLES;
@@ -17,28 +16,6 @@ use mnemo::Error;
 
 use crate::backends::PgSchema;
 use crate::common::*;
-
-/// The hashing embedder, counting the passages it embeds.
-struct Counting {
-    inner: HashingEmbedder,
-    passages: AtomicUsize,
-}
-
-impl Embedder for Counting {
-    fn model_id(&self) -> &str {
-        self.inner.model_id()
-    }
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    fn embed_query(&self, text: &str) -> mnemo::Result<Vec<f32>> {
-        self.inner.embed_query(text)
-    }
-    fn embed_passages(&self, texts: &[&str]) -> mnemo::Result<Vec<Vec<f32>>> {
-        self.passages.fetch_add(texts.len(), Ordering::Relaxed);
-        self.inner.embed_passages(texts)
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_embedded_store_moves_to_postgres_and_serves_from_there() {
@@ -130,9 +107,13 @@ async fn an_embedded_store_moves_to_postgres_and_serves_from_there() {
     // A node on the PostgreSQL store builds its indexes from it, with the
     // copied embedding cache: nothing is embedded again.
     let new_dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(Counting {
+    let passages = Arc::new(AtomicUsize::new(0));
+    let counted = passages.clone();
+    let embedder = Arc::new(HookedEmbedder {
         inner: HashingEmbedder::new(64),
-        passages: AtomicUsize::new(0),
+        before_passages: move |texts: &[&str]| {
+            counted.fetch_add(texts.len(), Ordering::Relaxed);
+        },
     });
     let (engine, report) = mnemo::open::open_with_store(
         new_dir.path(),
@@ -146,11 +127,7 @@ async fn an_embedded_store_moves_to_postgres_and_serves_from_there() {
     .unwrap();
     assert_eq!(report.store_indexed, 79);
     assert_eq!((report.vector_added, report.lexical_added), (79, 79));
-    assert_eq!(
-        embedder.passages.load(Ordering::Relaxed),
-        0,
-        "no re-embedding"
-    );
+    assert_eq!(passages.load(Ordering::Relaxed), 0, "no re-embedding");
     engine.commit().await.unwrap();
     let hits = engine
         .search(SearchRequest::new(
@@ -329,6 +306,7 @@ async fn migrate_100k_memories() {
                     &owner,
                     "bench-model",
                     &[(text_hash(&m.text), vec![0.01; 384])],
+                    None,
                 )
                 .await
                 .unwrap();

@@ -14,7 +14,7 @@ use mnemo::domain::{Kind, Memory, Source, Status, Tier};
 use mnemo::lifecycle::SweepStep;
 use mnemo::store::{
     text_hash, ApiKey, AuditAction, AuditEvent, CacheOwner, HeatUpdate, ListQuery, MemoryStore,
-    Role,
+    Role, ThreadRef,
 };
 use mnemo::Error;
 use uuid::Uuid;
@@ -57,6 +57,7 @@ contract_tests!(
     embedding_cache_round_trips_and_overwrites,
     api_keys_insert_lookup_revoke,
     write_is_one_transaction,
+    a_write_from_a_thread_lands_only_while_the_thread_exists,
     due_for_sweep_selects_by_state_and_time,
     purge_deletes_only_soft_deleted_and_scrubs_audit_text,
     write_heat_cools_without_a_version_change,
@@ -476,7 +477,7 @@ async fn stats_count_by_tier_and_status(b: Backend) {
         ],
     )
     .await;
-    s.cache_embeddings(&owner(Some("u")), "m", &[("h".into(), vec![0.5])])
+    s.cache_embeddings(&owner(Some("u")), "m", &[("h".into(), vec![0.5])], None)
         .await
         .unwrap();
     let stats = s.stats().await.unwrap();
@@ -508,13 +509,14 @@ async fn embedding_cache_round_trips_and_overwrites(b: Backend) {
         &alice,
         "model-a",
         &[("h1".into(), v1.clone()), ("h2".into(), vec![1.0])],
+        None,
     )
     .await
     .unwrap();
-    s.cache_embeddings(&alice, "model-b", &[("h1".into(), vec![0.25])])
+    s.cache_embeddings(&alice, "model-b", &[("h1".into(), vec![0.25])], None)
         .await
         .unwrap();
-    s.cache_embeddings(&reference, "model-a", &[("h2".into(), vec![-0.75])])
+    s.cache_embeddings(&reference, "model-a", &[("h2".into(), vec![-0.75])], None)
         .await
         .unwrap();
     let got = s
@@ -535,7 +537,7 @@ async fn embedding_cache_round_trips_and_overwrites(b: Backend) {
             .unwrap(),
         HashMap::from([("h2".to_string(), vec![-0.75])])
     );
-    s.cache_embeddings(&alice, "model-a", &[("h1".into(), vec![0.5])])
+    s.cache_embeddings(&alice, "model-a", &[("h1".into(), vec![0.5])], None)
         .await
         .unwrap();
     let got = s
@@ -632,6 +634,7 @@ async fn write_is_one_transaction(b: Backend) {
             std::slice::from_ref(&new),
             &[(superseded.clone(), 5)],
             &[created(&new)],
+            None,
         )
         .await
         .unwrap_err();
@@ -644,6 +647,7 @@ async fn write_is_one_transaction(b: Backend) {
         std::slice::from_ref(&new),
         &[(superseded.clone(), 1)],
         &[created(&new), ev],
+        None,
     )
     .await
     .unwrap();
@@ -654,6 +658,71 @@ async fn write_is_one_transaction(b: Backend) {
         (Status::Superseded, Some(new.id), 2)
     );
     assert_eq!(s.history(old.id).await.unwrap().len(), 2);
+}
+
+async fn a_write_from_a_thread_lands_only_while_the_thread_exists(b: Backend) {
+    let s = b.store.as_ref();
+    let t = thread("erin");
+    s.insert_thread(&t).await.unwrap();
+    let from = ThreadRef {
+        tenant_id: "default",
+        id: t.id,
+    };
+    let first = memory(Some("erin"), Tier::LongTerm, "erin said this in the thread");
+    s.write(
+        std::slice::from_ref(&first),
+        &[],
+        &[created(&first)],
+        Some(from),
+    )
+    .await
+    .unwrap();
+    assert!(s.get(first.id).await.unwrap().is_some());
+    // Another tenant's view of the same id is not the thread.
+    let elsewhere = ThreadRef {
+        tenant_id: "other",
+        id: t.id,
+    };
+    let stray = memory(Some("erin"), Tier::LongTerm, "a stray write");
+    let refused = s
+        .write(
+            std::slice::from_ref(&stray),
+            &[],
+            &[created(&stray)],
+            Some(elsewhere),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(Error::NotFound { .. })),
+        "{refused:?}"
+    );
+    // Erased (the erasure completed: no intent left to refuse the write).
+    s.begin_erasure("default", "erin", "admin", t0())
+        .await
+        .unwrap();
+    s.erase_user("default", "erin").await.unwrap();
+    s.complete_erasure("default", "erin", &serde_json::json!({}), "admin", t0())
+        .await
+        .unwrap();
+    let late = memory(Some("erin"), Tier::LongTerm, "extracted after the erasure");
+    let refused = s
+        .write(
+            std::slice::from_ref(&late),
+            &[],
+            &[created(&late)],
+            Some(from),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(Error::NotFound { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(s.get(late.id).await.unwrap(), None);
+    assert!(s.history(late.id).await.unwrap().is_empty());
+    assert_eq!(
+        s.user_footprint("default", "erin").await.unwrap(),
+        Default::default()
+    );
 }
 
 async fn due_for_sweep_selects_by_state_and_time(b: Backend) {
@@ -757,10 +826,10 @@ async fn purge_deletes_only_soft_deleted_and_scrubs_audit_text(b: Backend) {
         .iter()
         .map(|t| (text_hash(t), vec![1.0]))
         .collect();
-    s.cache_embeddings(&owner(Some("u")), "m", &cache)
+    s.cache_embeddings(&owner(Some("u")), "m", &cache, None)
         .await
         .unwrap();
-    s.cache_embeddings(&owner(Some("v")), "m", &cache[..1])
+    s.cache_embeddings(&owner(Some("v")), "m", &cache[..1], None)
         .await
         .unwrap();
 
@@ -976,18 +1045,18 @@ async fn erase_user_leaves_nothing_and_spares_others(b: Backend) {
         .iter()
         .map(|m| (text_hash(&m.text), vec![0.5]))
         .collect();
-    s.cache_embeddings(&owner(Some("alice")), "m", &cache)
+    s.cache_embeddings(&owner(Some("alice")), "m", &cache, None)
         .await
         .unwrap();
     let bob_cache = [(text_hash(&bob.text), vec![0.25])];
-    s.cache_embeddings(&owner(Some("bob")), "m", &bob_cache)
+    s.cache_embeddings(&owner(Some("bob")), "m", &bob_cache, None)
         .await
         .unwrap();
     let alice_elsewhere = CacheOwner {
         tenant_id: "other".into(),
         user_id: Some("alice".into()),
     };
-    s.cache_embeddings(&alice_elsewhere, "m", &cache[..1])
+    s.cache_embeddings(&alice_elsewhere, "m", &cache[..1], None)
         .await
         .unwrap();
 
@@ -1144,9 +1213,14 @@ async fn export_and_import_rows_copy_a_store(b: Backend) {
     }])
     .await
     .unwrap();
-    src.cache_embeddings(&owner(Some("u")), "m", &[("h".into(), vec![0.25, -1.0])])
-        .await
-        .unwrap();
+    src.cache_embeddings(
+        &owner(Some("u")),
+        "m",
+        &[("h".into(), vec![0.25, -1.0])],
+        None,
+    )
+    .await
+    .unwrap();
     src.insert_api_key(&key("k1", "h1", Role::Agent, Some("u"), 0))
         .await
         .unwrap();
@@ -1283,14 +1357,18 @@ async fn no_memory_lands_for_a_user_being_erased(b: Backend) {
     assert!(s.get(carol.id).await.unwrap().is_none());
     // Nor a cached vector of her text.
     let entry = [(text_hash(&carol.text), vec![0.5])];
-    let refused = s.cache_embeddings(&owner(Some("carol")), "m", &entry).await;
+    let refused = s
+        .cache_embeddings(&owner(Some("carol")), "m", &entry, None)
+        .await;
     assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
     assert!(s
         .cached_embeddings(&owner(Some("carol")), "m", &[entry[0].0.clone()])
         .await
         .unwrap()
         .is_empty());
-    s.cache_embeddings(&owner(None), "m", &entry).await.unwrap();
+    s.cache_embeddings(&owner(None), "m", &entry, None)
+        .await
+        .unwrap();
     // Other users, and reference memories, are not held up.
     insert(s, &[memory(Some("dan"), Tier::LongTerm, "dan is fine")]).await;
     insert(s, &[memory(None, Tier::Reference, "a reference")]).await;

@@ -881,3 +881,80 @@ fn turns_only(s: AppState, model: Arc<Scripted>) -> AppState {
         .with_summarizer(Arc::new(mnemo::agent::compaction::ExtractiveSummarizer));
     s.with_agent(agent)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nothing_extracted_lands_when_the_user_is_erased_mid_extraction() {
+    const MARKER: &str = "zanzibar-7781";
+    let dir = tempfile::tempdir().unwrap();
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel();
+    // Embedding the candidate waits for the test: the extraction is held
+    // between its "is the thread still there?" check and its writes.
+    let (entered, release) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+    let embedder = Arc::new(HookedEmbedder {
+        inner: mnemo::embed::hashing::HashingEmbedder::new(64),
+        before_passages: move |texts: &[&str]| {
+            if texts.iter().any(|t| t.contains(MARKER)) {
+                entered.lock().send(()).unwrap();
+                let released = release
+                    .lock()
+                    .recv_timeout(std::time::Duration::from_secs(60));
+                assert!(released.is_ok(), "the test never released the embedder");
+            }
+        },
+    });
+    let (engine, _) = mnemo::open::open_with(
+        dir.path(),
+        Policy::default(),
+        embedder,
+        Arc::new(manual()),
+        false,
+    )
+    .await
+    .unwrap();
+    let agent = Agent::new(engine.clone(), None);
+    let zoe = user_actor("default", "zoe");
+    let thread = agent
+        .create_thread(&zoe, CreateThread::default())
+        .await
+        .unwrap();
+    let text = format!("I am allergic to {MARKER} peanuts");
+    agent
+        .append(&zoe, thread.id, said(MessageRole::User, &text))
+        .await
+        .unwrap();
+    let extraction = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.extract_pending(thread.id).await })
+    };
+    // The extraction has checked the thread and is embedding its candidate.
+    tokio::task::spawn_blocking(move || {
+        entered_rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the extraction reached the embedder")
+    })
+    .await
+    .unwrap();
+    // Meanwhile zoe is erased, completely: no intent is left to refuse writes.
+    engine.forget_user(&zoe, "zoe").await.unwrap();
+    release_tx.send(()).unwrap();
+    extraction.await.unwrap().unwrap();
+    agent.wait_idle().await;
+
+    let verification = engine.verify_erasure(&zoe, "zoe").await.unwrap();
+    assert!(verification.erased, "{verification:?}");
+    let stats = engine.store().stats().await.unwrap();
+    assert_eq!(stats.total(), 0, "no memory landed: {stats:?}");
+    assert_eq!(stats.cached_embeddings, 0, "no cached vector landed");
+    let owner = mnemo::store::CacheOwner {
+        tenant_id: "default".into(),
+        user_id: Some("zoe".into()),
+    };
+    let hashes = vec![mnemo::store::text_hash(&text)];
+    assert!(engine
+        .store()
+        .cached_embeddings(&owner, engine.embedder().model_id(), &hashes)
+        .await
+        .unwrap()
+        .is_empty());
+}
