@@ -44,7 +44,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::open::VectorBackend;
-use crate::vector::QdrantServerConfig;
+use crate::vector::{CollectionLayout, QdrantServerConfig};
 
 use crate::domain::Owner;
 use crate::error::{Error, Result};
@@ -82,6 +82,18 @@ pub struct ClusterArgs {
         global = true
     )]
     pub qdrant_collection: String,
+    /// Shards of the collection when Mnemo creates it (Qdrant's default
+    /// when absent). Fixed at creation.
+    #[arg(long, env = "MNEMO_QDRANT_SHARDS", global = true)]
+    pub qdrant_shards: Option<u32>,
+    /// Replicas of each shard when Mnemo creates the collection (Qdrant's
+    /// default, 1, when absent). 2 or more on a cluster survives a lost peer.
+    #[arg(long, env = "MNEMO_QDRANT_REPLICATION_FACTOR", global = true)]
+    pub qdrant_replication_factor: Option<u32>,
+    /// Replicas that must apply a write before Qdrant acknowledges it, when
+    /// Mnemo creates the collection (1 when absent).
+    #[arg(long, env = "MNEMO_QDRANT_WRITE_CONSISTENCY", global = true)]
+    pub qdrant_write_consistency: Option<u32>,
     /// This node's name in the cluster registry (clustered `serve`); the host
     /// name with a random suffix when absent.
     #[arg(long, env = "MNEMO_NODE_ID", global = true)]
@@ -94,6 +106,9 @@ impl Default for ClusterArgs {
             qdrant_url: None,
             qdrant_api_key: None,
             qdrant_collection: crate::vector::qdrant::DEFAULT_COLLECTION.to_string(),
+            qdrant_shards: None,
+            qdrant_replication_factor: None,
+            qdrant_write_consistency: None,
             node_id: None,
         }
     }
@@ -108,6 +123,11 @@ impl ClusterArgs {
                 let mut config = QdrantServerConfig::new(url);
                 config.api_key = self.qdrant_api_key.clone().filter(|k| !k.is_empty());
                 config.collection = self.qdrant_collection.clone();
+                config.layout = CollectionLayout {
+                    shard_number: self.qdrant_shards,
+                    replication_factor: self.qdrant_replication_factor,
+                    write_consistency_factor: self.qdrant_write_consistency,
+                };
                 VectorBackend::Server(config)
             }
         }

@@ -950,6 +950,22 @@ impl Engine {
 
     // ----- maintenance --------------------------------------------------
 
+    /// Of index entries the store did not list as indexed, those it still
+    /// does not index now (missing, or in a status indexes never hold).
+    async fn still_unindexed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>> {
+        let mut gone = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(1000) {
+            let found = self.0.store.get_many(chunk).await?;
+            gone.extend(
+                chunk
+                    .iter()
+                    .copied()
+                    .filter(|id| found.get(id).is_none_or(|m| !m.status.is_indexed())),
+            );
+        }
+        Ok(gone)
+    }
+
     /// Repairs divergence between the store and the indexes: indexes missing
     /// or holding a stale version of an indexed memory get it (re-embedded);
     /// entries the store no longer indexes are removed.
@@ -979,6 +995,12 @@ impl Engine {
         };
         let (lex_extra, lex_missing) = diff(&lex_entries);
         let (vec_extra, vec_missing) = diff(&vec_entries);
+        // An entry absent from `truth` may belong to a memory another node
+        // committed after `truth` was read (it writes the store first, then
+        // the shared index): ask the store again, after the entries were
+        // read, and delete only what it still does not index.
+        let lex_extra = self.still_unindexed(lex_extra).await?;
+        let vec_extra = self.still_unindexed(vec_extra).await?;
         let report = ReconcileReport {
             store_indexed: truth.len(),
             lexical_added: lex_missing.len(),

@@ -26,7 +26,7 @@ use crate::domain::scope::IndexFilter;
 use crate::domain::{Kind, Owner, Status, Tier};
 use crate::error::Result;
 
-pub use self::qdrant::{QdrantServerConfig, QdrantServerIndex};
+pub use self::qdrant::{CollectionLayout, QdrantServerConfig, QdrantServerIndex};
 
 /// The payload a point carries besides its vector.
 #[derive(Clone, Debug, PartialEq)]

@@ -79,6 +79,22 @@ pub struct QdrantServerConfig {
     pub timeout: Duration,
     /// Connection timeout.
     pub connect_timeout: Duration,
+    /// How a collection Mnemo creates is laid out on a cluster (ignored for
+    /// an existing collection: Qdrant fixes these at creation).
+    pub layout: CollectionLayout,
+}
+
+/// Shards, replicas and write consistency of a collection Mnemo creates.
+/// `None` leaves Qdrant's default (1 shard per peer at creation, 1 replica,
+/// write consistency 1). On a 3-peer cluster, `shard_number: 3,
+/// replication_factor: 2` puts every shard on two peers, so one peer can be
+/// lost without losing a write or a search answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CollectionLayout {
+    pub shard_number: Option<u32>,
+    pub replication_factor: Option<u32>,
+    /// Replicas that must apply a write before it is acknowledged.
+    pub write_consistency_factor: Option<u32>,
 }
 
 impl std::fmt::Debug for QdrantServerConfig {
@@ -89,6 +105,7 @@ impl std::fmt::Debug for QdrantServerConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("collection", &self.collection)
             .field("timeout", &self.timeout)
+            .field("layout", &self.layout)
             .finish()
     }
 }
@@ -101,6 +118,7 @@ impl QdrantServerConfig {
             collection: DEFAULT_COLLECTION.to_string(),
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
+            layout: CollectionLayout::default(),
         }
     }
 }
@@ -112,6 +130,7 @@ pub struct QdrantServerIndex {
     runtime: Option<tokio::runtime::Runtime>,
     url: String,
     collection: String,
+    layout: CollectionLayout,
     dim: usize,
 }
 
@@ -232,6 +251,7 @@ impl QdrantServerIndex {
             runtime: Some(runtime),
             url: config.url.clone(),
             collection: config.collection.clone(),
+            layout: config.layout,
             dim,
         };
         index.ensure_collection(replace)?;
@@ -241,6 +261,31 @@ impl QdrantServerIndex {
     /// The collection this index uses.
     pub fn collection(&self) -> &str {
         &self.collection
+    }
+
+    /// Where each shard of the collection lives, as the peer this client
+    /// talks to sees it: shard id → (peer id, replica state) for every
+    /// replica, local and remote. State 1 is `Active` (Qdrant's
+    /// `ReplicaState`).
+    pub fn shard_replicas(&self) -> Result<std::collections::BTreeMap<u32, Vec<(u64, i32)>>> {
+        let name = self.collection.clone();
+        let info = self.run("reading the collection's shards", move |c| async move {
+            c.collection_cluster_info(name).await
+        })?;
+        let mut shards: std::collections::BTreeMap<u32, Vec<(u64, i32)>> = Default::default();
+        for local in &info.local_shards {
+            shards
+                .entry(local.shard_id)
+                .or_default()
+                .push((info.peer_id, local.state));
+        }
+        for remote in &info.remote_shards {
+            shards
+                .entry(remote.shard_id)
+                .or_default()
+                .push((remote.peer_id, remote.state));
+        }
+        Ok(shards)
     }
 
     /// Runs a request on the index's runtime and waits for it.
@@ -312,10 +357,19 @@ impl QdrantServerIndex {
     }
 
     fn create_collection(&self) -> Result<()> {
-        let request = CreateCollectionBuilder::new(&self.collection)
+        let mut builder = CreateCollectionBuilder::new(&self.collection)
             .vectors_config(VectorParamsBuilder::new(self.dim as u64, Distance::Cosine))
-            .hnsw_config(HnswConfigDiffBuilder::default().payload_m(16))
-            .build();
+            .hnsw_config(HnswConfigDiffBuilder::default().payload_m(16));
+        if let Some(n) = self.layout.shard_number {
+            builder = builder.shard_number(n);
+        }
+        if let Some(n) = self.layout.replication_factor {
+            builder = builder.replication_factor(n);
+        }
+        if let Some(n) = self.layout.write_consistency_factor {
+            builder = builder.write_consistency_factor(n);
+        }
+        let request = builder.build();
         let created = self.run("creating the collection", move |c| async move {
             c.create_collection(request).await
         });
@@ -556,6 +610,39 @@ impl VectorIndex for QdrantServerIndex {
     }
 }
 
+/// The server the Qdrant tests run against (the unit contract suite and
+/// the clustered end-to-end tests): `MNEMO_TEST_QDRANT_URL` (optional
+/// `MNEMO_TEST_QDRANT_API_KEY`), a fresh collection named `prefix_<uuid>`
+/// (tests run in parallel and drop their own), and on a cluster the layout
+/// from `MNEMO_TEST_QDRANT_{SHARDS,REPLICATION_FACTOR,WRITE_CONSISTENCY}`, as
+/// `make test-qdrant` sets them. Panics (the tests fail loudly, never pass
+/// silently) when no server is named.
+#[doc(hidden)]
+pub fn test_server_config(prefix: &str) -> QdrantServerConfig {
+    let url = std::env::var("MNEMO_TEST_QDRANT_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| {
+            panic!("MNEMO_TEST_QDRANT_URL is not set: this test needs a Qdrant server")
+        });
+    let env_u32 = |name: &str| {
+        let v = std::env::var(name).ok().filter(|v| !v.is_empty())?;
+        Some(
+            v.parse::<u32>()
+                .unwrap_or_else(|_| panic!("{name}={v} is not a whole number")),
+        )
+    };
+    let mut config = QdrantServerConfig::new(url);
+    config.api_key = std::env::var("MNEMO_TEST_QDRANT_API_KEY").ok();
+    config.collection = format!("{prefix}_{}", Uuid::new_v4().simple());
+    config.layout = CollectionLayout {
+        shard_number: env_u32("MNEMO_TEST_QDRANT_SHARDS"),
+        replication_factor: env_u32("MNEMO_TEST_QDRANT_REPLICATION_FACTOR"),
+        write_consistency_factor: env_u32("MNEMO_TEST_QDRANT_WRITE_CONSISTENCY"),
+    };
+    config
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -564,20 +651,8 @@ mod tests {
     use crate::domain::{Kind, Status, Tier};
     use crate::vector::contract::*;
 
-    /// The server the ignored tests run against; they fail loudly (never
-    /// pass silently) when run without one.
     fn server_config() -> QdrantServerConfig {
-        let url = std::env::var("MNEMO_TEST_QDRANT_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| {
-                panic!("MNEMO_TEST_QDRANT_URL is not set: this test needs a Qdrant server")
-            });
-        let mut config = QdrantServerConfig::new(url);
-        config.api_key = std::env::var("MNEMO_TEST_QDRANT_API_KEY").ok();
-        // A collection per test: tests run in parallel and clean up after.
-        config.collection = format!("mnemo_test_{}", Uuid::new_v4().simple());
-        config
+        super::test_server_config("mnemo_test")
     }
 
     fn server_fixture(dim: usize) -> Fixture {
@@ -623,6 +698,34 @@ mod tests {
             "{msg}"
         );
         a.drop_collection().unwrap();
+    }
+
+    /// On a cluster, the collection is laid out as configured: every shard
+    /// has `replication_factor` active replicas on distinct peers.
+    #[test]
+    #[ignore = "needs MNEMO_TEST_QDRANT_URL and MNEMO_TEST_QDRANT_REPLICATION_FACTOR (a Qdrant cluster)"]
+    fn a_cluster_collection_has_the_configured_shards_and_replicas() {
+        let config = server_config();
+        let replicas = config
+            .layout
+            .replication_factor
+            .expect("set MNEMO_TEST_QDRANT_REPLICATION_FACTOR for this test");
+        let idx = QdrantServerIndex::connect(&config, 4).unwrap();
+        let shards = idx.shard_replicas().unwrap();
+        // The servers' storage is temporary: a failed assertion leaking the
+        // collection is harmless.
+        if let Some(n) = config.layout.shard_number {
+            assert_eq!(shards.len(), n as usize, "{shards:?}");
+        }
+        for (shard, placed) in &shards {
+            let peers: std::collections::BTreeSet<u64> = placed.iter().map(|p| p.0).collect();
+            assert_eq!(peers.len(), replicas as usize, "shard {shard}: {placed:?}");
+            assert!(
+                placed.iter().all(|p| p.1 == 1),
+                "shard {shard} not active: {placed:?}"
+            );
+        }
+        idx.drop_collection().unwrap();
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod llm;
 mod mcp;
 mod migrate;
 mod postgres_engine;
+mod qdrant_cluster;
 mod ranking;
 mod real_embedder;
 mod schema_upgrade;

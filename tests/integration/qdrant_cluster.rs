@@ -1,0 +1,203 @@
+//! Clustered Mnemo end to end: two nodes on one PostgreSQL store and one
+//! Qdrant collection on a real Qdrant server or cluster (`make test-qdrant`
+//! runs these against the 3-peer cluster `scripts/qdrant-server.sh` starts;
+//! without `MNEMO_TEST_QDRANT_URL` they are `ignored`, never passed).
+//!
+//! Each node has its own lexical index and follows the store's change feed;
+//! the vectors are shared. The hashing embedder stands in for the model:
+//! what is tested is where points and rows go, not embedding quality.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mnemo::clock::SystemClock;
+use mnemo::cluster::LexicalFollower;
+use mnemo::domain::scope::DEFAULT_TENANT;
+use mnemo::domain::{Owner, Scope};
+use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::open::{open_parts, VectorBackend};
+use mnemo::policy::Policy;
+use mnemo::service::{Actor, SearchRequest};
+use mnemo::vector::{QdrantServerConfig, QdrantServerIndex, VectorIndex};
+use mnemo::Engine;
+use tempfile::TempDir;
+
+use crate::backends::PgSchema;
+use crate::common::long_term;
+
+const DIM: usize = 64;
+
+fn server_config() -> QdrantServerConfig {
+    mnemo::vector::qdrant::test_server_config("mnemo_e2e")
+}
+
+/// Two nodes, as two `mnemo serve` processes would be: their own lexical
+/// index directory and store connections, one schema, one collection.
+struct TwoNodes {
+    a: Engine,
+    b: Engine,
+    config: QdrantServerConfig,
+    _schema: PgSchema,
+    _dirs: (TempDir, TempDir),
+}
+
+async fn node(dir: &TempDir, schema: &PgSchema, config: &QdrantServerConfig) -> Engine {
+    let store = Arc::new(schema.connect().await);
+    let (engine, _) = open_parts(
+        dir.path(),
+        store,
+        Policy::default(),
+        Arc::new(HashingEmbedder::new(DIM)),
+        Arc::new(SystemClock),
+        false,
+        &VectorBackend::Server(config.clone()),
+    )
+    .await
+    .expect("node opens on PostgreSQL + Qdrant");
+    engine
+}
+
+async fn two_nodes() -> TwoNodes {
+    let schema = PgSchema::create().await;
+    let config = server_config();
+    let dirs = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let a = node(&dirs.0, &schema, &config).await;
+    let b = node(&dirs.1, &schema, &config).await;
+    TwoNodes {
+        a,
+        b,
+        config,
+        _schema: schema,
+        _dirs: dirs,
+    }
+}
+
+impl Drop for TwoNodes {
+    fn drop(&mut self) {
+        if let Ok(idx) = QdrantServerIndex::connect(&self.config, DIM) {
+            let _ = idx.drop_collection();
+        }
+    }
+}
+
+/// Points of the user in the collection, counted by the server with a
+/// filter on the owner key (consistency `all`: every replica).
+fn points_of(config: &QdrantServerConfig, user: &str) -> usize {
+    let idx = QdrantServerIndex::connect(config, DIM).unwrap();
+    idx.count_owner(&Owner::user(DEFAULT_TENANT, user)).unwrap()
+}
+
+async fn hits(engine: &Engine, user: &str, query: &str) -> Vec<(uuid::Uuid, String)> {
+    let mut req = SearchRequest::new(Scope::user(user), query);
+    req.record_access = false;
+    let result = engine.search(req).await.unwrap();
+    result
+        .hits
+        .into_iter()
+        .map(|h| (h.memory.id, format!("{:.6} {:?}", h.score, h.breakdown)))
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs MNEMO_TEST_QDRANT_URL (a Qdrant server or cluster) and PostgreSQL"]
+async fn writes_on_one_node_are_found_on_the_other_and_forget_all_leaves_nothing() {
+    let n = two_nodes().await;
+    let actor = Actor::local("e2e");
+    let head = n.b.store().change_feed_head().await.unwrap();
+    let mut follower = LexicalFollower::register(n.b.clone(), "node-b".into(), head)
+        .await
+        .unwrap();
+    let added =
+        n.a.add(
+            &actor,
+            vec![
+                long_term("carol", "carol's espresso machine broke last week"),
+                long_term("carol", "卡罗尔喜欢喝绿茶"),
+                long_term("dave", "dave's espresso is too bitter"),
+            ],
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(added.len(), 3);
+    // The follower applies A's writes to B's lexical index; vectors are shared.
+    follower.step().await.unwrap();
+    for query in ["espresso machine", "绿茶", "bitter"] {
+        let (on_a, on_b) = (
+            hits(&n.a, "carol", query).await,
+            hits(&n.b, "carol", query).await,
+        );
+        assert!(
+            !on_a.is_empty() || query == "bitter",
+            "{query}: nothing found"
+        );
+        assert_eq!(on_a, on_b, "{query}: the nodes rank differently");
+        assert!(
+            on_a.iter().all(|(id, _)| *id != added[2].id),
+            "dave's memory leaked into carol's search"
+        );
+    }
+    assert_eq!(points_of(&n.config, "carol"), 2);
+
+    n.a.forget_user(&actor, "carol").await.unwrap();
+    follower.step().await.unwrap();
+    assert_eq!(points_of(&n.config, "carol"), 0, "carol's points survived");
+    let verified = n.b.verify_erasure(&actor, "carol").await.unwrap();
+    assert_eq!(
+        (
+            verified.memories,
+            verified.audit_events,
+            verified.lexical_docs,
+            verified.vectors
+        ),
+        (0, 0, 0, 0),
+        "{verified:?}"
+    );
+    // The other user is untouched, on both nodes.
+    assert_eq!(points_of(&n.config, "dave"), 1);
+    assert_eq!(hits(&n.b, "dave", "espresso").await.len(), 1);
+}
+
+#[tokio::test]
+#[ignore = "needs MNEMO_TEST_QDRANT_URL (a Qdrant server or cluster) and PostgreSQL"]
+async fn start_up_repair_on_one_node_never_deletes_points_another_node_just_wrote() {
+    let n = two_nodes().await;
+    let actor = Actor::local("e2e");
+    // B writes one memory at a time while A repairs again and again, as a
+    // node starting next to a busy one does. Nothing is ever deleted here,
+    // so any point the repair removes is a live node's fresh write.
+    let writer = {
+        let b = n.b.clone();
+        let actor = actor.clone();
+        tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for i in 0..150 {
+                let text = format!("erin's note number {i} about the garden");
+                let m = b
+                    .add(&actor, vec![long_term("erin", &text)], true)
+                    .await
+                    .unwrap();
+                ids.push(m[0].id);
+            }
+            ids
+        })
+    };
+    let mut rounds = 0;
+    while !writer.is_finished() {
+        let report = n.a.reconcile().await.unwrap();
+        assert_eq!(
+            report.vector_removed, 0,
+            "round {rounds}: the repair deleted another node's fresh points: {report:?}"
+        );
+        rounds += 1;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ids = writer.await.unwrap();
+    assert!(rounds > 1, "the repair never overlapped the writes");
+    let entries: std::collections::HashSet<uuid::Uuid> = {
+        let idx = QdrantServerIndex::connect(&n.config, DIM).unwrap();
+        idx.entries().unwrap().into_iter().map(|e| e.0).collect()
+    };
+    let lost = ids.iter().filter(|id| !entries.contains(id)).count();
+    assert_eq!(lost, 0, "{lost} of {} written points are gone", ids.len());
+}
