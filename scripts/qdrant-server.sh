@@ -8,7 +8,9 @@
 #                                                  storage, print the gRPC URL(s), stop them all on exit (Ctrl-C)
 #   scripts/qdrant-server.sh run [--cluster N] -- CMD ...
 #                                                  start, run CMD with MNEMO_TEST_QDRANT_URL (the first peer's
-#                                                  gRPC URL) and MNEMO_TEST_QDRANT_URLS (all, space-separated)
+#                                                  gRPC URL), MNEMO_TEST_QDRANT_URLS (all, space-separated) and
+#                                                  MNEMO_TEST_QDRANT_PEERS (a directory with peerN/{pid,start.sh,
+#                                                  http_port}, for fault tests that kill -9 and restart a peer)
 #                                                  set, stop every peer, exit with CMD's status
 #
 # The cache lives beside the CI target directory: MNEMO_QDRANT_CACHE, default
@@ -60,16 +62,25 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-PIDS=()
 WORK=""
 stop_all() {
-  for pid in "${PIDS[@]:-}"; do
+  [ -n "$WORK" ] || return 0
+  local f pids=()
+  # A peer a test restarted has a new pid: read them from the pid files.
+  for f in "$WORK"/peer*/pid; do
+    [ -f "$f" ] && pids+=("$(cat "$f")")
+  done
+  for pid in "${pids[@]:-}"; do
     [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
   done
-  for pid in "${PIDS[@]:-}"; do
-    [ -n "$pid" ] && wait "$pid" 2>/dev/null || true
+  for pid in "${pids[@]:-}"; do
+    # Not our child after a restart: poll instead of wait.
+    for _ in $(seq 1 50); do
+      [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
   done
-  [ -n "$WORK" ] && rm -rf "$WORK"
+  rm -rf "$WORK"
 }
 
 wait_http() { # url, seconds
@@ -106,21 +117,23 @@ start_peers() {
         args+=(--bootstrap "http://127.0.0.1:$first_p2p" --uri "http://127.0.0.1:$p2p")
       fi
     fi
-    (
-      cd "$WORK/peer$i"
-      exec env RUN_MODE=production \
-        QDRANT_INIT_FILE_PATH="$WORK/peer$i/.qdrant-initialized" \
-        QDRANT__SERVICE__HOST=127.0.0.1 \
-        QDRANT__SERVICE__HTTP_PORT="$http" \
-        QDRANT__SERVICE__GRPC_PORT="$grpc" \
-        QDRANT__STORAGE__STORAGE_PATH="$WORK/peer$i/storage" \
-        QDRANT__STORAGE__SNAPSHOTS_PATH="$WORK/peer$i/snapshots" \
-        QDRANT__TELEMETRY_DISABLED=true \
-        QDRANT__LOG_LEVEL=WARN \
-        "${cluster_env[@]}" \
-        "$BIN" "${args[@]}"
-    ) >"$WORK/peer$i/qdrant.log" 2>&1 &
-    PIDS+=($!)
+    # Each peer's start script (run again by a fault test after kill -9:
+    # same ports, same storage) records the peer's pid.
+    {
+      echo '#!/usr/bin/env bash'
+      echo "cd $(printf %q "$WORK/peer$i")"
+      printf 'env RUN_MODE=production QDRANT_INIT_FILE_PATH=%q ' "$WORK/peer$i/.qdrant-initialized"
+      printf 'QDRANT__SERVICE__HOST=127.0.0.1 QDRANT__SERVICE__HTTP_PORT=%s QDRANT__SERVICE__GRPC_PORT=%s ' "$http" "$grpc"
+      printf 'QDRANT__STORAGE__STORAGE_PATH=%q QDRANT__STORAGE__SNAPSHOTS_PATH=%q ' "$WORK/peer$i/storage" "$WORK/peer$i/snapshots"
+      printf 'QDRANT__TELEMETRY_DISABLED=true QDRANT__LOG_LEVEL=WARN '
+      printf '%q ' "${cluster_env[@]}" "$BIN" "${args[@]}"
+      printf '>>%q 2>&1 &\n' "$WORK/peer$i/qdrant.log"
+      echo "echo \$! > $(printf %q "$WORK/peer$i/pid")"
+    } >"$WORK/peer$i/start.sh"
+    # On a restart the peer rejoins from its stored consensus state
+    # (--bootstrap only matters the first time).
+    bash "$WORK/peer$i/start.sh"
+    echo "$http" >"$WORK/peer$i/http_port"
     if ! wait_http "http://127.0.0.1:$http/readyz" 90; then
       log "peer $i did not become ready; its log:"
       tail -n 30 "$WORK/peer$i/qdrant.log" >&2
@@ -162,13 +175,15 @@ case "$cmd" in
         echo "peer $((i + 1)): grpc ${GRPC_URLS[$i]} rest ${HTTP_URLS[$i]}" >&2
       done
       echo "${GRPC_URLS[0]}"
-      wait
+      # The peers are not our children (start.sh detaches them): idle until
+      # interrupted, then the EXIT trap stops them.
+      while :; do sleep 1; done
     else
       [ "${1:-}" = "--" ] && shift
       [ $# -gt 0 ] || { log "run needs a command after --"; exit 2; }
       status=0
       MNEMO_TEST_QDRANT_URL="${GRPC_URLS[0]}" MNEMO_TEST_QDRANT_URLS="${GRPC_URLS[*]}" \
-        MNEMO_TEST_QDRANT_REST_URL="${HTTP_URLS[0]}" "$@" || status=$?
+        MNEMO_TEST_QDRANT_REST_URL="${HTTP_URLS[0]}" MNEMO_TEST_QDRANT_PEERS="$WORK" "$@" || status=$?
       exit $status
     fi
     ;;
