@@ -104,6 +104,7 @@ pub async fn authenticate(store: &dyn MemoryStore, secret: &str) -> Result<(ApiK
 mod tests {
     use super::*;
     use crate::store::sqlite::SqliteStore;
+    use crate::store::KeyStore;
 
     #[tokio::test]
     async fn created_keys_authenticate_until_revoked() {

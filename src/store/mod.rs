@@ -11,12 +11,14 @@
 //! - `indexed_versions` lists exactly the memories the indexes should hold
 //!   (status active or pending), so that divergence can be repaired.
 //!
-//! The trait is async; backends use sqlx pools and are safe to share.
+//! The trait is async; backends use sqlx pools and are safe to share. Both
+//! backends are one implementation, [`SqlStore`], over a [`Dialect`] (`sql/`).
 
-pub mod postgres;
-pub mod sqlite;
+mod sql;
 pub mod tables;
 mod vector_blob;
+
+pub use sql::{postgres, sqlite, Dialect, GuardAt, SqlStore};
 
 pub(crate) use vector_blob::{decode_vector, encode_vector};
 
@@ -230,8 +232,30 @@ impl StoreStats {
     }
 }
 
+/// The whole store, as the service holds it (`Arc<dyn MemoryStore>`): one
+/// trait per concern below, so that a part of Mnemo can depend on only what
+/// it uses (`&dyn ThreadStore`). Their methods are callable on a
+/// `dyn MemoryStore` without importing them.
 #[async_trait]
-pub trait MemoryStore: Send + Sync {
+pub trait MemoryStore:
+    Memories
+    + EmbeddingCache
+    + KeyStore
+    + JobStore
+    + ErasureStore
+    + ThreadStore
+    + ChangeFeed
+    + TableCopy
+    + Send
+    + Sync
+{
+    /// Flushes anything buffered (WAL checkpoint) before shutdown.
+    async fn close(&self) -> Result<()>;
+}
+
+/// Memories and their audit events.
+#[async_trait]
+pub trait Memories: Send + Sync {
     /// Inserts memories and their audit events in one transaction.
     async fn insert(&self, memories: &[Memory], events: &[AuditEvent]) -> Result<()>;
     async fn get(&self, id: Uuid) -> Result<Option<Memory>>;
@@ -241,6 +265,18 @@ pub trait MemoryStore: Send + Sync {
     /// (each gets `version = expected + 1`), with events, in one transaction.
     /// A version mismatch fails the whole call with `Conflict`.
     async fn update(&self, changes: &[(Memory, i64)], events: &[AuditEvent]) -> Result<()>;
+    /// Inserts and optimistic updates (as `update`) with their audit events,
+    /// all in one transaction: a reinforcement or a correction never leaves
+    /// half its changes behind. With `from_thread`, the write commits only
+    /// while that thread exists (`NotFound` otherwise, nothing written):
+    /// memories extracted from a thread must not outlive its erasure.
+    async fn write(
+        &self,
+        inserts: &[Memory],
+        changes: &[(Memory, i64)],
+        events: &[AuditEvent],
+        from_thread: Option<ThreadRef<'_>>,
+    ) -> Result<()>;
     async fn list(&self, query: &ListQuery) -> Result<Vec<Memory>>;
     async fn history(&self, memory_id: Uuid) -> Result<Vec<AuditEvent>>;
     /// (id, version) of every memory the indexes should hold.
@@ -257,6 +293,11 @@ pub trait MemoryStore: Send + Sync {
         text_sha256: &str,
     ) -> Result<Vec<Memory>>;
     async fn stats(&self) -> Result<StoreStats>;
+}
+
+/// Passage embeddings of stored texts, per owner and model.
+#[async_trait]
+pub trait EmbeddingCache: Send + Sync {
     /// Cached passage embeddings of an owner's texts, by text hash.
     async fn cached_embeddings(
         &self,
@@ -266,7 +307,7 @@ pub trait MemoryStore: Send + Sync {
     ) -> Result<HashMap<String, Vec<f32>>>;
     /// Caches passage embeddings of an owner's texts. Refused (`Conflict`)
     /// while the owner is being erased; with `from_thread`, written only
-    /// while that thread exists (`NotFound`), as [`MemoryStore::write`].
+    /// while that thread exists (`NotFound`), as [`Memories::write`].
     async fn cache_embeddings(
         &self,
         owner: &CacheOwner,
@@ -274,6 +315,11 @@ pub trait MemoryStore: Send + Sync {
         entries: &[(String, Vec<f32>)],
         from_thread: Option<ThreadRef<'_>>,
     ) -> Result<()>;
+}
+
+/// API keys (only their secrets' SHA-256).
+#[async_trait]
+pub trait KeyStore: Send + Sync {
     /// Stores a new API key. A duplicate id or secret hash is a `Conflict`.
     async fn insert_api_key(&self, key: &ApiKey) -> Result<()>;
     /// The key whose secret has this SHA-256, revoked or not.
@@ -286,23 +332,11 @@ pub trait MemoryStore: Send + Sync {
     async fn revoke_api_key(&self, id: &str, at: DateTime<Utc>) -> Result<bool>;
     /// How many keys are not revoked.
     async fn count_active_api_keys(&self) -> Result<u64>;
-    /// Flushes anything buffered (WAL checkpoint) before shutdown.
-    async fn close(&self) -> Result<()>;
+}
 
-    // ----- lifecycle ----------------------------------------------------
-
-    /// Inserts and optimistic updates (as `update`) with their audit events,
-    /// all in one transaction: a reinforcement or a correction never leaves
-    /// half its changes behind. With `from_thread`, the write commits only
-    /// while that thread exists (`NotFound` otherwise, nothing written):
-    /// memories extracted from a thread must not outlive its erasure.
-    async fn write(
-        &self,
-        inserts: &[Memory],
-        changes: &[(Memory, i64)],
-        events: &[AuditEvent],
-        from_thread: Option<ThreadRef<'_>>,
-    ) -> Result<()>;
+/// What the lifecycle jobs (`jobs/`) select and write, and their leases.
+#[async_trait]
+pub trait JobStore: Send + Sync {
     /// Memories due for a TTL-sweep step at `cutoff` (see [`SweepStep`]),
     /// in id order after `after`. Selection is by state and time only.
     async fn due_for_sweep(
@@ -341,9 +375,11 @@ pub trait MemoryStore: Send + Sync {
         completed: Option<(DateTime<Utc>, serde_json::Value)>,
     ) -> Result<()>;
     async fn job_state(&self, job: &str) -> Result<Option<JobState>>;
+}
 
-    // ----- "forget all my data" -----------------------------------------
-
+/// "Forget all my data": the intent, the deletion, the tombstone.
+#[async_trait]
+pub trait ErasureStore: Send + Sync {
     /// Records the intent to erase a user (idempotent). From here on the
     /// erasure completes even across a crash.
     async fn begin_erasure(
@@ -374,14 +410,17 @@ pub trait MemoryStore: Send + Sync {
     async fn user_footprint(&self, tenant_id: &str, user_id: &str) -> Result<UserFootprint>;
     /// When the user's last erasure completed, if any.
     async fn last_erasure(&self, tenant_id: &str, user_id: &str) -> Result<Option<DateTime<Utc>>>;
+}
 
-    // ----- threads (the agent loop) -------------------------------------
-    //
-    // Messages are written whole in one statement, so a stored message is a
-    // complete one. Extraction state only moves forward (pending → running →
-    // done; a failed run puts its claim back to pending), which is what makes
-    // `compact_thread`'s check race-free: a message it sees complete stays so.
-
+/// Threads of the agent loop: messages, tool payloads, turn leases,
+/// extraction claims and compaction.
+///
+/// Messages are written whole in one statement, so a stored message is a
+/// complete one. Extraction state only moves forward (pending → running →
+/// done; a failed run puts its claim back to pending), which is what makes
+/// `compact_thread`'s check race-free: a message it sees complete stays so.
+#[async_trait]
+pub trait ThreadStore: Send + Sync {
     /// Stores a new thread. A duplicate id is a `Conflict`.
     async fn insert_thread(&self, thread: &Thread) -> Result<()>;
     /// A thread of the tenant (whichever user; the caller checks access).
@@ -447,25 +486,11 @@ pub trait MemoryStore: Send + Sync {
         keep: usize,
         limit: usize,
     ) -> Result<Vec<(String, Uuid)>>;
-    // ----- copying between backends (`mnemo migrate`) -------------------
+}
 
-    /// Up to `limit` rows of `table`, in key order, after the row whose key
-    /// is `after` (see [`Table::key_of`]). Columns in [`Table::columns`] order.
-    async fn export_rows(
-        &self,
-        table: &Table,
-        after: Option<&[Value]>,
-        limit: usize,
-    ) -> Result<Vec<Vec<Value>>>;
-    /// Writes rows exactly as given, in one transaction, skipping every row
-    /// whose key (or another unique column) exists already: re-importing is
-    /// harmless. Keeps a generated key's counter past the imported keys.
-    /// Returns how many rows were new.
-    async fn import_rows(&self, table: &Table, rows: &[Vec<Value>]) -> Result<u64>;
-    async fn count_rows(&self, table: &Table) -> Result<u64>;
-
-    // ----- clustered mode: the change feed and its followers -------------
-
+/// Clustered mode: the change feed and the nodes that follow it.
+#[async_trait]
+pub trait ChangeFeed: Send + Sync {
     /// The feed position of the latest committed change (0 when none): a
     /// node that rebuilds its indexes from the store first reads this, then
     /// follows the feed from it.
@@ -488,6 +513,26 @@ pub trait MemoryStore: Send + Sync {
         owner_key: &str,
         live_since: DateTime<Utc>,
     ) -> Result<ErasureProgress>;
+}
+
+/// Copying between backends (`mnemo migrate`): every table as rows of
+/// [`Value`]s (see [`tables`]).
+#[async_trait]
+pub trait TableCopy: Send + Sync {
+    /// Up to `limit` rows of `table`, in key order, after the row whose key
+    /// is `after` (see [`Table::key_of`]). Columns in [`Table::columns`] order.
+    async fn export_rows(
+        &self,
+        table: &Table,
+        after: Option<&[Value]>,
+        limit: usize,
+    ) -> Result<Vec<Vec<Value>>>;
+    /// Writes rows exactly as given, in one transaction, skipping every row
+    /// whose key (or another unique column) exists already: re-importing is
+    /// harmless. Keeps a generated key's counter past the imported keys.
+    /// Returns how many rows were new.
+    async fn import_rows(&self, table: &Table, rows: &[Vec<Value>]) -> Result<u64>;
+    async fn count_rows(&self, table: &Table) -> Result<u64>;
 }
 
 /// One entry of the change feed.
@@ -564,27 +609,6 @@ pub struct UserFootprint {
     pub threads: u64,
     pub messages: u64,
     pub pending_erasures: u64,
-}
-
-/// Whether a user has an erasure in progress (both dialects): writes of the
-/// user's data check it inside their transaction.
-const ERASING: &str = "SELECT 1 FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2";
-
-/// Whether a thread exists (both dialects).
-const THREAD_EXISTS: &str = "SELECT 1 FROM threads WHERE tenant_id = $1 AND id = $2";
-
-fn thread_gone(thread: ThreadRef<'_>) -> crate::error::Error {
-    crate::error::Error::NotFound {
-        what: format!("thread {}", thread.id),
-    }
-}
-
-/// What a write of a user being erased gets: nothing may land behind an
-/// erasure, which deletes by user.
-fn erasing_conflict() -> crate::error::Error {
-    crate::error::Error::Conflict(
-        "this user's data is being erased; retry when the erasure has completed".into(),
-    )
 }
 
 /// The hashed user id kept in erasure tombstones.

@@ -77,35 +77,6 @@ impl Table {
     pub fn by_name(name: &str) -> Option<&'static Table> {
         TABLES.iter().find(|t| t.name == name)
     }
-
-    /// `SELECT` of up to `limit` rows in key order, after the key bound to
-    /// `$1..` when `after`. `json_suffix` turns a JSON column into text
-    /// (`::text` on PostgreSQL, empty on SQLite).
-    pub fn select_sql(&self, json_suffix: &str, after: bool, limit: usize) -> String {
-        let columns = self
-            .columns
-            .iter()
-            .map(|(c, t)| match t {
-                ColumnType::Json if !json_suffix.is_empty() => format!("{c}{json_suffix} AS {c}"),
-                _ => c.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let key = self.key.join(", ");
-        let filter = if after {
-            let params = (1..=self.key.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!(" WHERE ({key}) > ({params})")
-        } else {
-            String::new()
-        };
-        format!(
-            "SELECT {columns} FROM {}{filter} ORDER BY {key} LIMIT {limit}",
-            self.name
-        )
-    }
 }
 
 use ColumnType::{Bytes, Int, Json, Real, Text};

@@ -8,7 +8,7 @@ use chrono::Utc;
 use mnemo::domain::{Memory, Scope, Status, Tier};
 use mnemo::service::{Actor, SearchRequest};
 use mnemo::store::sqlite::SqliteStore;
-use mnemo::store::{AuditAction, AuditEvent, MemoryStore};
+use mnemo::store::{AuditAction, AuditEvent, Memories, MemoryStore};
 use uuid::Uuid;
 
 use crate::common::*;

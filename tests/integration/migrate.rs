@@ -11,7 +11,7 @@ use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::migrate::{copy_store, CopyOptions};
 use mnemo::service::{Actor, SearchRequest};
 use mnemo::store::tables::TABLES;
-use mnemo::store::MemoryStore;
+use mnemo::store::{EmbeddingCache, ErasureStore, Memories, TableCopy};
 use mnemo::Error;
 
 use crate::backends::PgSchema;

@@ -171,7 +171,7 @@ async fn a_nul_in_metadata_is_invalid_input_on_postgres() {
     let mut m =
         mnemo::domain::Memory::sample(mnemo::domain::Tier::LongTerm, Some("u"), "text", t0());
     m.metadata.insert("k".into(), "a\u{0}b".into());
-    let err = mnemo::store::MemoryStore::insert(&store, &[m.clone()], &[])
+    let err = mnemo::store::Memories::insert(&store, &[m.clone()], &[])
         .await
         .unwrap_err();
     assert!(
@@ -185,7 +185,7 @@ async fn a_nul_in_metadata_is_invalid_input_on_postgres() {
         "{err}"
     );
     assert_eq!(
-        mnemo::store::MemoryStore::get(&store, m.id).await.unwrap(),
+        mnemo::store::Memories::get(&store, m.id).await.unwrap(),
         None
     );
 }

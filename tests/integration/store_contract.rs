@@ -5,22 +5,33 @@
 //! fails one of them.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use chrono::Duration;
+use chrono::{Duration, TimeZone};
+use mnemo::clock::ManualClock;
+use mnemo::cluster::{LexicalFollower, NODE_LIVENESS};
+use mnemo::domain::scope::DEFAULT_TENANT;
 use mnemo::domain::thread::{
     ExtractionState, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
 };
-use mnemo::domain::{Kind, Memory, Source, Status, Tier};
+use mnemo::domain::{Kind, Memory, Owner, Scope, Source, Status, Tier};
+use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::lexical::tantivy::TantivyIndex;
 use mnemo::lifecycle::SweepStep;
+use mnemo::policy::Policy;
+use mnemo::service::{Legs, Parts, SearchRequest};
 use mnemo::store::{
-    text_hash, ApiKey, AuditAction, AuditEvent, CacheOwner, HeatUpdate, ListQuery, MemoryStore,
-    Role, ThreadRef,
+    text_hash, ApiKey, AuditAction, AuditEvent, CacheOwner, ChangeKind, HeatUpdate, ListQuery,
+    MemoryStore, Role, ThreadRef,
 };
-use mnemo::Error;
+use mnemo::vector::edge::EdgeVectorIndex;
+use mnemo::vector::VectorIndex;
+use mnemo::{Actor, Engine, Error};
+use tempfile::TempDir;
 use uuid::Uuid;
 
 use crate::backends::Backend;
-use crate::common::t0;
+use crate::common::{long_term, t0};
 
 macro_rules! contract_tests {
     ($($name:ident),* $(,)?) => {
@@ -69,6 +80,12 @@ contract_tests!(
     threads_messages_payloads_round_trip,
     turn_leases_and_extraction_claims,
     compaction_takes_only_extracted_messages,
+    the_change_feed_lists_every_change_in_order,
+    the_change_feed_never_skips_a_change_under_concurrent_writers,
+    the_node_registry_tracks_heartbeats_and_erasure_progress,
+    a_node_follows_another_nodes_writes_and_ranks_them_identically,
+    an_erasure_reaches_every_node_and_verification_waits_for_them,
+    a_node_that_stopped_heartbeating_is_not_waited_for,
 );
 
 fn owner(user: Option<&str>) -> CacheOwner {
@@ -1535,4 +1552,382 @@ async fn compaction_takes_only_extracted_messages(b: Backend) {
     let idle = s.idle_threads(at, at, 0, 10).await.unwrap();
     assert_eq!(idle, vec![("default".to_string(), t.id)]);
     assert!(s.idle_threads(at, at, 1, 10).await.unwrap().is_empty());
+}
+
+// ----- the change feed and its followers (clustered mode) ---------------
+
+/// A whole erasure of a user of the default tenant, as the service runs it.
+async fn erase(s: &dyn MemoryStore, user: &str) {
+    s.begin_erasure("default", user, "admin", t0())
+        .await
+        .unwrap();
+    s.erase_user("default", user).await.unwrap();
+    s.complete_erasure("default", user, &serde_json::json!({}), "admin", t0())
+        .await
+        .unwrap();
+}
+
+/// Every change in feed order, paged; the erasure entry carries the owner key
+/// the indexes use (`Owner::as_str`), as the triggers derive it.
+async fn the_change_feed_lists_every_change_in_order(b: Backend) {
+    let s = b.store.as_ref();
+    assert_eq!(s.change_feed_head().await.unwrap(), 0);
+    assert!(s.index_changes(0, 100).await.unwrap().is_empty());
+
+    let one = memory(Some("alice"), Tier::LongTerm, "alice one");
+    let two = memory(Some("bob"), Tier::LongTerm, "bob two");
+    insert(s, &[one.clone(), two.clone()]).await;
+    let mut changed = one.clone();
+    changed.text = "alice one, changed".into();
+    let event = AuditEvent::for_memory(&changed, AuditAction::Update, "test", t0());
+    s.update(&[(changed, one.version)], &[event]).await.unwrap();
+    erase(s, "alice").await;
+
+    let changes = s.index_changes(0, 100).await.unwrap();
+    let kinds: Vec<ChangeKind> = changes.iter().map(|c| c.kind.clone()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ChangeKind::Memory(one.id),
+            ChangeKind::Memory(two.id),
+            ChangeKind::Memory(one.id),
+            ChangeKind::Erasure(Owner::user("default", "alice").as_str().to_string()),
+        ]
+    );
+    let positions: Vec<i64> = changes.iter().map(|c| c.position).collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    assert_eq!(s.change_feed_head().await.unwrap(), positions[3]);
+    // Paging: `after` is exclusive, `limit` is honoured.
+    assert_eq!(s.index_changes(0, 1).await.unwrap(), changes[..1]);
+    assert_eq!(
+        s.index_changes(positions[0], 2).await.unwrap(),
+        changes[1..3]
+    );
+    assert!(s.index_changes(positions[3], 100).await.unwrap().is_empty());
+}
+
+/// Many writers on their own connections commit at once while a follower
+/// reads the feed with a small batch: it must see every change, none skipped
+/// (PostgreSQL's sequence values would otherwise commit out of order).
+async fn the_change_feed_never_skips_a_change_under_concurrent_writers(b: Backend) {
+    const WRITERS: usize = 4;
+    const EACH: usize = 25;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let store = b.second_node().await;
+        let done = done.clone();
+        writers.push(tokio::spawn(async move {
+            for i in 0..EACH {
+                let user = format!("writer-{w}");
+                let m = memory(Some(&user), Tier::LongTerm, &format!("note {i} of {user}"));
+                insert(store.as_ref(), &[m]).await;
+            }
+            done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+    }
+    let follower = b.store.as_ref();
+    let (mut cursor, mut seen) = (0, Vec::new());
+    loop {
+        let finished = done.load(std::sync::atomic::Ordering::SeqCst) == WRITERS;
+        let batch = follower.index_changes(cursor, 7).await.unwrap();
+        if let Some(last) = batch.last() {
+            cursor = last.position;
+        }
+        let empty = batch.is_empty();
+        seen.extend(batch);
+        if finished && empty {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let everything = follower.index_changes(0, 10_000).await.unwrap();
+    assert_eq!(everything.len(), WRITERS * EACH);
+    assert_eq!(
+        seen, everything,
+        "the follower skipped or repeated a change"
+    );
+}
+
+/// Heartbeats register nodes; erasure progress names the live nodes that
+/// have not applied the owner's latest erasure; removed nodes are gone.
+async fn the_node_registry_tracks_heartbeats_and_erasure_progress(b: Backend) {
+    let s = b.store.as_ref();
+    let owner_key = Owner::user("default", "alice").as_str().to_string();
+    let progress = s.erasure_progress(&owner_key, t0()).await.unwrap();
+    assert_eq!((progress.live_nodes, progress.behind.len()), (0, 0));
+
+    s.node_heartbeat("node-b", 0, t0()).await.unwrap();
+    s.node_heartbeat("node-a", 0, t0()).await.unwrap();
+    // No erasure of alice yet: nobody is behind.
+    let progress = s.erasure_progress(&owner_key, t0()).await.unwrap();
+    assert_eq!(progress.live_nodes, 2);
+    assert!(progress.behind.is_empty(), "{progress:?}");
+
+    insert(s, &[memory(Some("alice"), Tier::LongTerm, "alice's note")]).await;
+    erase(s, "alice").await;
+    let erased_at = s.change_feed_head().await.unwrap();
+    let progress = s.erasure_progress(&owner_key, t0()).await.unwrap();
+    assert_eq!(progress.live_nodes, 2);
+    assert_eq!(progress.behind, vec!["node-a", "node-b"]);
+
+    // node-a applies the feed up to the erasure (a later heartbeat); node-b
+    // still lags. Another owner's erasure progress is not held up.
+    let later = t0() + Duration::seconds(10);
+    s.node_heartbeat("node-a", erased_at, later).await.unwrap();
+    let progress = s.erasure_progress(&owner_key, t0()).await.unwrap();
+    assert_eq!(progress.behind, vec!["node-b"]);
+    let bob_key = Owner::user("default", "bob").as_str().to_string();
+    assert!(s
+        .erasure_progress(&bob_key, t0())
+        .await
+        .unwrap()
+        .behind
+        .is_empty());
+    // Only heartbeats since `live_since` count as live.
+    let progress = s.erasure_progress(&owner_key, later).await.unwrap();
+    assert_eq!((progress.live_nodes, progress.behind.len()), (1, 0));
+
+    s.remove_node("node-a").await.unwrap();
+    let progress = s.erasure_progress(&owner_key, t0()).await.unwrap();
+    assert_eq!(progress.live_nodes, 1);
+    assert_eq!(progress.behind, vec!["node-b"]);
+}
+
+/// Two nodes over one store and one (shared) vector index, each with its
+/// own lexical index: the clustered topology in one process.
+struct Cluster {
+    clock: ManualClock,
+    store: Arc<dyn MemoryStore>,
+    a: Engine,
+    b: Engine,
+    /// Last: the indexes are flushed on drop, into this directory, and the
+    /// store's database is dropped after them.
+    _dir: TempDir,
+    _backend: Backend,
+}
+
+async fn cluster(backend: Backend) -> Cluster {
+    let dir = TempDir::new().unwrap();
+    let clock = ManualClock::new(chrono::Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap());
+    let store = backend.store.clone();
+    let embedder = Arc::new(HashingEmbedder::new(32));
+    let vectors: Arc<dyn VectorIndex> =
+        Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), 32).unwrap());
+    let node = |name: &str| {
+        let lexical =
+            TantivyIndex::open(&dir.path().join(name), std::time::Duration::from_millis(50))
+                .unwrap();
+        Engine::new(Parts {
+            store: store.clone(),
+            lexical: Arc::new(lexical),
+            vectors: vectors.clone(),
+            embedder: embedder.clone(),
+            policy: Arc::new(Policy::default()),
+            clock: Arc::new(clock.clone()),
+        })
+    };
+    let (a, b) = (node("lexical-a"), node("lexical-b"));
+    Cluster {
+        clock,
+        store,
+        a,
+        b,
+        _dir: dir,
+        _backend: backend,
+    }
+}
+
+async fn lexical_ids(engine: &Engine, user: &str, query: &str) -> Vec<Uuid> {
+    let mut req = SearchRequest::new(Scope::user(user), query);
+    req.legs = Legs::Lexical;
+    req.record_access = false;
+    let hits = engine.search(req).await.unwrap().hits;
+    hits.into_iter().map(|h| h.memory.id).collect()
+}
+
+fn count_owner(engine: &Engine, user: &str) -> usize {
+    let lexical = engine.lexical();
+    lexical.commit().unwrap();
+    lexical
+        .count_owner(&Owner::user(DEFAULT_TENANT, user))
+        .unwrap()
+}
+
+async fn a_node_follows_another_nodes_writes_and_ranks_them_identically(b: Backend) {
+    let c = cluster(b).await;
+    let actor = Actor::local("test");
+    let head = c.store.change_feed_head().await.unwrap();
+    let mut b = LexicalFollower::register(c.b.clone(), "node-b".into(), head)
+        .await
+        .unwrap();
+    let added =
+        c.a.add(
+            &actor,
+            vec![
+                long_term("alice", "the espresso machine in the kitchen broke"),
+                long_term("alice", "我家的咖啡机又坏了"),
+                long_term("bob", "espresso tastes bitter to bob"),
+            ],
+            true,
+        )
+        .await
+        .unwrap();
+    // A indexed its own writes; B's lexical index has not seen them.
+    assert_eq!(
+        lexical_ids(&c.a, "alice", "espresso").await,
+        vec![added[0].id]
+    );
+    assert!(lexical_ids(&c.b, "alice", "espresso").await.is_empty());
+
+    let stats = b.step().await.unwrap();
+    assert_eq!((stats.changes, stats.upserted, stats.removed), (3, 3, 0));
+    assert_eq!(stats.position, c.store.change_feed_head().await.unwrap());
+    assert_eq!(
+        lexical_ids(&c.b, "alice", "espresso").await,
+        vec![added[0].id]
+    );
+    assert_eq!(
+        lexical_ids(&c.b, "alice", "咖啡机").await,
+        vec![added[1].id]
+    );
+    // Isolation holds on the follower too.
+    assert_eq!(
+        lexical_ids(&c.b, "bob", "espresso").await,
+        vec![added[2].id]
+    );
+
+    // The same hybrid ranking, score breakdown included, on both nodes.
+    for query in ["espresso machine", "咖啡机", "kitchen"] {
+        let mut req = SearchRequest::new(Scope::user("alice"), query);
+        req.record_access = false;
+        let on = |e: &Engine| {
+            let req = req.clone();
+            let e = e.clone();
+            async move {
+                let hits = e.search(req).await.unwrap().hits;
+                hits.into_iter()
+                    .map(|h| (h.memory.id, h.score, h.breakdown))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let (on_a, on_b) = (on(&c.a).await, on(&c.b).await);
+        assert!(!on_a.is_empty(), "{query}");
+        assert_eq!(on_a, on_b, "{query}");
+    }
+
+    // A soft delete on A reaches B; a second step has nothing to do.
+    c.a.delete(&actor, added[0].id).await.unwrap();
+    let stats = b.step().await.unwrap();
+    assert_eq!((stats.changes, stats.upserted, stats.removed), (1, 0, 1));
+    assert!(lexical_ids(&c.b, "alice", "espresso").await.is_empty());
+    let stats = b.step().await.unwrap();
+    assert_eq!(stats.changes, 0);
+    assert_eq!(b.position(), stats.position);
+}
+
+async fn an_erasure_reaches_every_node_and_verification_waits_for_them(b: Backend) {
+    let c = cluster(b).await;
+    let actor = Actor::local("test");
+    let head = c.store.change_feed_head().await.unwrap();
+    let mut a = LexicalFollower::register(c.a.clone(), "node-a".into(), head)
+        .await
+        .unwrap();
+    let mut b = LexicalFollower::register(c.b.clone(), "node-b".into(), head)
+        .await
+        .unwrap();
+    c.a.add(
+        &actor,
+        vec![
+            long_term("alice", "alice keeps her passport in the blue drawer"),
+            long_term("alice", "alice is allergic to peanuts"),
+            long_term("bob", "bob keeps his passport at the office"),
+        ],
+        true,
+    )
+    .await
+    .unwrap();
+    a.step().await.unwrap();
+    b.step().await.unwrap();
+    assert_eq!(count_owner(&c.b, "alice"), 2);
+
+    c.a.forget_user(&actor, "alice").await.unwrap();
+    // A erased its own lexical index at once; B still holds the text.
+    assert_eq!(count_owner(&c.a, "alice"), 0);
+    assert_eq!(count_owner(&c.b, "alice"), 2);
+    let v = c.a.verify_erasure(&actor, "alice").await.unwrap();
+    assert_eq!(v.memories, 0);
+    assert_eq!(v.live_nodes, 2);
+    assert_eq!(
+        v.nodes_behind,
+        vec!["node-a".to_string(), "node-b".to_string()]
+    );
+    assert!(!v.erased, "not erased while live nodes lag: {v:?}");
+
+    a.step().await.unwrap();
+    let v = c.a.verify_erasure(&actor, "alice").await.unwrap();
+    assert_eq!(v.nodes_behind, vec!["node-b".to_string()]);
+    assert!(!v.erased);
+
+    let stats = b.step().await.unwrap();
+    assert_eq!(stats.erasures, 1);
+    assert_eq!(count_owner(&c.b, "alice"), 0);
+    assert!(lexical_ids(&c.b, "alice", "passport").await.is_empty());
+    // Bob is untouched on both nodes.
+    assert_eq!(count_owner(&c.b, "bob"), 1);
+    let v = c.b.verify_erasure(&actor, "alice").await.unwrap();
+    assert_eq!((v.live_nodes, v.nodes_behind.len()), (2, 0));
+    assert!(v.erased, "{v:?}");
+
+    // A user erased and then writing again: the new memory survives the
+    // erasure on the follower (changes apply in feed order).
+    c.a.forget_user(&actor, "bob").await.unwrap();
+    let fresh =
+        c.a.add(
+            &actor,
+            vec![long_term("bob", "bob started a new notebook")],
+            true,
+        )
+        .await
+        .unwrap();
+    let stats = b.step().await.unwrap();
+    assert_eq!(stats.erasures, 1);
+    assert_eq!(
+        lexical_ids(&c.b, "bob", "notebook").await,
+        vec![fresh[0].id]
+    );
+    assert_eq!(count_owner(&c.b, "bob"), 1);
+}
+
+async fn a_node_that_stopped_heartbeating_is_not_waited_for(b: Backend) {
+    let c = cluster(b).await;
+    let actor = Actor::local("test");
+    let head = c.store.change_feed_head().await.unwrap();
+    let mut b = LexicalFollower::register(c.b.clone(), "node-b".into(), head)
+        .await
+        .unwrap();
+    // Node "gone" registers and never steps again.
+    LexicalFollower::register(c.a.clone(), "gone".into(), head)
+        .await
+        .unwrap();
+    c.a.add(&actor, vec![long_term("carol", "carol likes tea")], true)
+        .await
+        .unwrap();
+    c.a.forget_user(&actor, "carol").await.unwrap();
+    b.step().await.unwrap();
+    let v = c.a.verify_erasure(&actor, "carol").await.unwrap();
+    assert_eq!(v.nodes_behind, vec!["gone".to_string()]);
+    c.clock
+        .advance(chrono::Duration::from_std(NODE_LIVENESS * 2).unwrap());
+    b.step().await.unwrap();
+    let v = c.a.verify_erasure(&actor, "carol").await.unwrap();
+    assert_eq!((v.live_nodes, v.nodes_behind.len()), (1, 0), "{v:?}");
+    assert!(v.erased);
+    // A node that leaves cleanly is gone from the registry at once.
+    c.store.remove_node("node-b").await.unwrap();
+    let v = c.a.verify_erasure(&actor, "carol").await.unwrap();
+    assert_eq!(v.live_nodes, 0);
 }
