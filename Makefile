@@ -24,6 +24,7 @@ test: setup
 	url="$$(scripts/test-postgres.sh)" && export MNEMO_TEST_DATABASE_URL="$$url" && \
 	  $(CARGO) test --all-targets && $(CARGO) test --doc
 	CARGO="$(CARGO)" scripts/test-openai-sdk.sh
+	CARGO="$(CARGO)" scripts/test-python-client.sh
 	@$(MAKE) --no-print-directory test-qdrant
 
 # The Qdrant server suites: against MNEMO_TEST_QDRANT_URL when set; otherwise

@@ -38,6 +38,7 @@
 //! runs in `spawn_blocking`. One follower per node.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -57,6 +58,16 @@ pub const NODE_LIVENESS: Duration = Duration::from_secs(30);
 pub const FOLLOW_INTERVAL: Duration = Duration::from_secs(1);
 /// Changes read per store round trip.
 const BATCH: usize = 1000;
+
+/// The feed position this process's follower has applied (-1: no follower);
+/// `/metrics` reports the index lag from it. One follower per node.
+static APPLIED: AtomicI64 = AtomicI64::new(-1);
+
+/// The feed position the follower of this process has applied and committed,
+/// when one runs (clustered mode).
+pub fn applied_position() -> Option<i64> {
+    Some(APPLIED.load(Ordering::Relaxed)).filter(|p| *p >= 0)
+}
 
 /// The command-line and environment settings of clustered mode.
 #[derive(clap::Args, Debug, Clone)]
@@ -170,6 +181,7 @@ impl LexicalFollower {
             .store()
             .node_heartbeat(&node_id, position, now)
             .await?;
+        APPLIED.store(position, Ordering::Relaxed);
         Ok(LexicalFollower {
             engine,
             node_id,
@@ -210,6 +222,7 @@ impl LexicalFollower {
             blocking(move || lexical.commit()).await?;
         }
         stats.position = self.position;
+        APPLIED.store(self.position, Ordering::Relaxed);
         let now = self.engine.clock().now();
         self.engine
             .store()

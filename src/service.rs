@@ -139,6 +139,29 @@ pub struct SearchResult {
     pub hits: Vec<Hit>,
     pub embed_ms: f64,
     pub total_ms: f64,
+    pub stages: SearchStages,
+}
+
+/// Milliseconds per stage of one search (`/metrics` exports them). The two
+/// legs run concurrently, so the stages can add up to more than the total.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SearchStages {
+    /// Embedding the query.
+    pub embed_ms: f64,
+    /// The BM25 leg (tantivy).
+    pub lexical_ms: f64,
+    /// The vector leg's index query, after embedding.
+    pub vector_ms: f64,
+    /// Fusing the two candidate lists.
+    pub fuse_ms: f64,
+    /// Reading the candidates from the store and re-checking their scope.
+    pub hydrate_ms: f64,
+    /// Decay, importance and the final cut to `top_k`.
+    pub rank_ms: f64,
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
 }
 
 /// What start-up (or `reindex`) did to bring the indexes in line with the store.
@@ -869,20 +892,25 @@ impl Engine {
                 hits: vec![],
                 embed_ms: 0.0,
                 total_ms: 0.0,
+                stages: SearchStages::default(),
             });
         }
 
         let lexical_leg = async {
             if req.legs == Legs::Vector {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), 0.0));
             }
             let lexical = self.0.lexical.clone();
             let (q, f) = (query.clone(), filter.clone());
-            blocking(move || lexical.search(&q, &f, n)).await
+            blocking(move || {
+                let t = Instant::now();
+                Ok((lexical.search(&q, &f, n)?, ms_since(t)))
+            })
+            .await
         };
         let vector_leg = async {
             if req.legs == Legs::Lexical {
-                return Ok((Vec::new(), 0.0));
+                return Ok((Vec::new(), 0.0, 0.0));
             }
             let _permit = self.embed_permit()?;
             let embedder = self.0.embedder.clone();
@@ -892,19 +920,23 @@ impl Engine {
             blocking(move || {
                 let t = Instant::now();
                 let v = embedder.embed_query(&q)?;
-                let embed_ms = t.elapsed().as_secs_f64() * 1e3;
+                let embed_ms = ms_since(t);
+                let t = Instant::now();
                 let mut hits = vectors.search(&v, &f, n)?;
                 hits.retain(|(_, s)| *s >= min_sim);
-                Ok((hits, embed_ms))
+                Ok((hits, embed_ms, ms_since(t)))
             })
             .await
         };
         let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
-        let lexical: Candidates = lexical?;
-        let (vector, embed_ms): (Candidates, f64) = vector?;
+        let (lexical, lexical_ms): (Candidates, f64) = lexical?;
+        let (vector, embed_ms, vector_ms): (Candidates, f64, f64) = vector?;
 
         let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
+        let t = Instant::now();
         let fused = ranking::fuse(&lexical, &vector, params.fusion);
+        let fuse_ms = ms_since(t);
+        let t = Instant::now();
         let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
         let now = self.0.clock.now();
         let mut memories = self.0.store.get_many(&ids).await?;
@@ -921,6 +953,8 @@ impl Engine {
                     .iter()
                     .all(|(k, v)| m.metadata.get(k) == Some(v))
         });
+        let hydrate_ms = ms_since(t);
+        let t = Instant::now();
         let use_decay = req.decay;
         let hits = ranking::rank(
             fused,
@@ -936,6 +970,7 @@ impl Engine {
             },
             top_k,
         );
+        let rank_ms = ms_since(t);
         if req.record_access && !hits.is_empty() {
             let ids = hits.iter().map(|h| h.memory.id).collect();
             // Off the request path; if the recorder is saturated, skip.
@@ -944,7 +979,15 @@ impl Engine {
         Ok(SearchResult {
             hits,
             embed_ms,
-            total_ms: started.elapsed().as_secs_f64() * 1e3,
+            total_ms: ms_since(started),
+            stages: SearchStages {
+                embed_ms,
+                lexical_ms,
+                vector_ms,
+                fuse_ms,
+                hydrate_ms,
+                rank_ms,
+            },
         })
     }
 

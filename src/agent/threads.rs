@@ -84,7 +84,7 @@ pub struct ToolResult {
     #[schema(value_type = Object)]
     pub key_fields: serde_json::Map<String, serde_json::Value>,
     /// The full result (any JSON); defaults to the message's content.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub payload: Option<serde_json::Value>,
 }
 

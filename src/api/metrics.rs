@@ -1,87 +1,244 @@
-//! Prometheus metrics, written in the text exposition format by hand: a few
-//! counters and histograms do not justify a metrics crate and its registry.
+//! Prometheus metrics, on `prometheus-client` (the Prometheus project's Rust
+//! client): its registry, metric types and both text encoders — the
+//! Prometheus text format 0.0.4 by default, OpenMetrics 1.0 when the scraper
+//! asks for it (`Accept: application/openmetrics-text`).
 //!
-//! Recorded here: requests and their latency by method, route template and
-//! status (a middleware on every route), and search latency (the search
-//! handler). Gauges (memory counts by tier and status, embedding queue depth)
-//! are read from the engine when `/metrics` is scraped. Mutex-protected maps:
-//! one short lock per request, never held across an await.
+//! Recorded as they happen: requests and their latency by method, route
+//! template and status (a middleware on every route, and the fallback for
+//! unknown paths), search latency in total and per stage (the search
+//! handler, from [`SearchStages`]), and erasures (successful
+//! `DELETE /v1/users/{user_id}`). Read at scrape time: memory counts by tier
+//! and status, the embedding queue depth, active API keys and the lifecycle
+//! jobs' last runs (the store, shared by every node), job runs of this
+//! process ([`crate::jobs::runs`]) and, in clustered mode, the index lag of
+//! this node's change-feed follower.
+//!
+//! **Bounded labels.** `route` is the matched route template (never the raw
+//! path; unknown paths are `unmatched`), `method` one of the standard
+//! methods or `other`, `status` an HTTP status; every other label takes
+//! values from a closed set in the code. So no request can add a series.
+//!
+//! Threading: the metric types are atomics behind `Arc`s; a family takes a
+//! short lock to find its series. Rendering sets the scrape-time gauges and
+//! encodes under one mutex, so concurrent scrapes never interleave.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::service::SearchStages;
 
 /// Latency bucket upper bounds, seconds.
 const BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
-#[derive(Clone, Debug, Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum_secs: f64,
+/// Methods kept as they are in the `method` label; any other is `other`.
+const METHODS: [&str; 9] = [
+    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "CONNECT",
+];
+
+/// The route label of requests no route matched.
+pub const UNMATCHED: &str = "unmatched";
+
+/// The route whose successful `DELETE` is an erasure ("forget all my data").
+const ERASURE_ROUTE: &str = "/v1/users/{user_id}";
+
+/// Most actions per job exported from a job's last run.
+const MAX_JOB_ACTIONS: usize = 16;
+
+/// The `Content-Type` of the default exposition.
+pub const PROMETHEUS_TEXT: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+/// The `Content-Type` of the OpenMetrics exposition.
+pub const OPENMETRICS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: &'static str,
+    route: String,
+    status: u16,
 }
 
-impl Histogram {
-    fn observe(&mut self, d: Duration) {
-        let secs = d.as_secs_f64();
-        if let Some(i) = BUCKETS.iter().position(|b| secs <= *b) {
-            self.counts[i] += 1;
-        }
-        self.count += 1;
-        self.sum_secs += secs;
-    }
-
-    fn write(&self, out: &mut String, name: &str, labels: &str) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        let mut cumulative = 0;
-        for (b, n) in BUCKETS.iter().zip(self.counts) {
-            cumulative += n;
-            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {cumulative}");
-        }
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
-            self.count
-        );
-        let braced = if labels.is_empty() {
-            String::new()
-        } else {
-            format!("{{{labels}}}")
-        };
-        let _ = writeln!(out, "{name}_sum{braced} {}", self.sum_secs);
-        let _ = writeln!(out, "{name}_count{braced} {}", self.count);
-    }
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StageLabels {
+    stage: &'static str,
 }
 
-/// (method, route template, status)
-type RequestKey = (String, String, u16);
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MemoryLabels {
+    tier: String,
+    status: String,
+}
 
-/// The service's own counters; gauges come from the engine at scrape time.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobLabels {
+    job: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobActionLabels {
+    job: String,
+    action: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobRunLabels {
+    job: &'static str,
+    outcome: &'static str,
+}
+
+fn histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The service's metrics and the registry that encodes them.
 pub struct Metrics {
     started: Instant,
-    requests: Mutex<BTreeMap<RequestKey, Histogram>>,
-    search: Mutex<Histogram>,
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_duration: Histograms<RequestLabels>,
+    search: Histogram,
+    search_stages: Histograms<StageLabels>,
+    erasures: Counter,
+    scrape: Mutex<ScrapeGauges>,
+}
+
+/// The gauges set from [`Gauges`] at each scrape.
+struct ScrapeGauges {
+    memories: Family<MemoryLabels, Gauge>,
+    embedding_queue_depth: Gauge,
+    api_keys_active: Gauge,
+    job_running: Family<JobLabels, Gauge>,
+    job_last_completed: Family<JobLabels, FloatGauge>,
+    job_last_duration: Family<JobLabels, FloatGauge>,
+    job_last_memories: Family<JobActionLabels, Gauge>,
+    index_lag: Gauge,
+    index_position: Gauge,
+    uptime: FloatGauge,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
+        let mut registry = Registry::with_prefix("mnemo");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests by method, route template and status",
+            requests.clone(),
+        );
+        let request_duration: Histograms<RequestLabels> = Family::new_with_constructor(histogram);
+        registry.register(
+            "http_request_duration_seconds",
+            "HTTP request latency by method, route template and status",
+            request_duration.clone(),
+        );
+        let search = histogram();
+        registry.register(
+            "search_duration_seconds",
+            "Search latency inside the engine (both legs, fusion, hydration, ranking)",
+            search.clone(),
+        );
+        let search_stages: Histograms<StageLabels> = Family::new_with_constructor(histogram);
+        registry.register(
+            "search_stage_duration_seconds",
+            "Search latency per stage: embed, lexical, vector, fuse, hydrate, rank \
+             (the legs run concurrently)",
+            search_stages.clone(),
+        );
+        let erasures = Counter::default();
+        registry.register(
+            "erasures",
+            "Completed erasures of a user (DELETE /v1/users/{user_id}) served by this process",
+            erasures.clone(),
+        );
+        let scrape = ScrapeGauges {
+            memories: Family::default(),
+            embedding_queue_depth: Gauge::default(),
+            api_keys_active: Gauge::default(),
+            job_running: Family::default(),
+            job_last_completed: Family::default(),
+            job_last_duration: Family::default(),
+            job_last_memories: Family::default(),
+            index_lag: Gauge::default(),
+            index_position: Gauge::default(),
+            uptime: FloatGauge::default(),
+        };
+        let s = &scrape;
+        registry.register(
+            "memories",
+            "Stored memories by tier and status",
+            s.memories.clone(),
+        );
+        registry.register(
+            "embedding_queue_depth",
+            "Embedding calls queued or running",
+            s.embedding_queue_depth.clone(),
+        );
+        registry.register(
+            "api_keys_active",
+            "API keys not revoked",
+            s.api_keys_active.clone(),
+        );
+        registry.register(
+            "job_running",
+            "Whether a lifecycle job holds its lease now (any node)",
+            s.job_running.clone(),
+        );
+        registry.register(
+            "job_last_completed_timestamp_seconds",
+            "When a job's last run completed (any node)",
+            s.job_last_completed.clone(),
+        );
+        registry.register(
+            "job_last_run_duration_seconds",
+            "How long a job's last run took (any node)",
+            s.job_last_duration.clone(),
+        );
+        registry.register(
+            "job_last_run_memories",
+            "Memories a job's last run changed, by action (any node)",
+            s.job_last_memories.clone(),
+        );
+        registry.register_collector(Box::new(JobRuns));
+        registry.register(
+            "index_lag_changes",
+            "Clustered mode: change-feed entries this node's lexical index has not applied yet",
+            s.index_lag.clone(),
+        );
+        registry.register(
+            "index_applied_position",
+            "Clustered mode: the change-feed position this node's lexical index has applied",
+            s.index_position.clone(),
+        );
+        registry.register(
+            "uptime_seconds",
+            "Seconds since the server started",
+            s.uptime.clone(),
+        );
         Metrics {
             started: Instant::now(),
-            requests: Mutex::new(BTreeMap::new()),
-            search: Mutex::new(Histogram::default()),
+            registry,
+            requests,
+            request_duration,
+            search,
+            search_stages,
+            erasures,
+            scrape: Mutex::new(scrape),
         }
     }
-}
-
-/// Escapes a label value (backslash, quote, newline).
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// Point-in-time values read from the engine for one scrape.
@@ -93,6 +250,8 @@ pub struct Gauges {
     pub active_api_keys: Option<u64>,
     /// Lifecycle jobs as recorded in the store (shared by every node).
     pub jobs: Vec<JobGauge>,
+    /// Clustered mode: (feed head, position this node applied).
+    pub index_feed: Option<(i64, i64)>,
 }
 
 /// A lifecycle job's last completed run.
@@ -106,141 +265,141 @@ pub struct JobGauge {
     pub last_counts: Vec<(String, u64)>,
 }
 
+/// Job runs of this process, by outcome, from the counts the jobs module
+/// keeps ([`crate::jobs::runs`]), read at each scrape.
+#[derive(Debug)]
+struct JobRuns;
+
+impl Collector for JobRuns {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let mut family = encoder.encode_descriptor(
+            "job_runs",
+            "Lifecycle job runs in this process, by outcome (completed; conflict: \
+             another runner held the lease; failed)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (job, outcome, n) in crate::jobs::runs::snapshot() {
+            ConstCounter::new(n).encode(family.encode_family(&JobRunLabels { job, outcome })?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The `method` label: a standard method as it is, anything else `other`.
+pub fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// Whether a job action name may become a label value (the store's job
+/// stats are written by this code, but are read back as free JSON).
+fn plain_action(action: &str) -> bool {
+    (1..=32).contains(&action.len())
+        && action
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-')
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 impl Metrics {
+    /// One request: `route` is the matched template (or [`UNMATCHED`]).
     pub fn record_request(&self, method: &str, route: &str, status: u16, took: Duration) {
-        self.requests
-            .lock()
-            .entry((method.to_string(), route.to_string(), status))
-            .or_default()
-            .observe(took);
+        let labels = RequestLabels {
+            method: method_label(method),
+            route: route.to_string(),
+            status,
+        };
+        self.requests.get_or_create(&labels).inc();
+        self.request_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        if route == ERASURE_ROUTE && labels.method == "DELETE" && status == 200 {
+            self.erasures.inc();
+        }
     }
 
-    pub fn record_search(&self, took: Duration) {
-        self.search.lock().observe(took);
+    /// One search: its total and each stage.
+    pub fn record_search(&self, took: Duration, stages: &SearchStages) {
+        self.search.observe(took.as_secs_f64());
+        for (stage, ms) in [
+            ("embed", stages.embed_ms),
+            ("lexical", stages.lexical_ms),
+            ("vector", stages.vector_ms),
+            ("fuse", stages.fuse_ms),
+            ("hydrate", stages.hydrate_ms),
+            ("rank", stages.rank_ms),
+        ] {
+            self.search_stages
+                .get_or_create(&StageLabels { stage })
+                .observe(ms / 1e3);
+        }
     }
 
-    /// The text exposition of everything, gauges included.
-    pub fn render(&self, gauges: &Gauges) -> String {
-        let mut out = String::with_capacity(4096);
-        let requests = self.requests.lock().clone();
-        out.push_str(
-            "# HELP mnemo_http_requests_total HTTP requests by method, route and status.\n",
-        );
-        out.push_str("# TYPE mnemo_http_requests_total counter\n");
-        for ((method, route, status), h) in &requests {
-            let _ = writeln!(
-                out,
-                "mnemo_http_requests_total{{method=\"{}\",route=\"{}\",status=\"{status}\"}} {}",
-                label(method),
-                label(route),
-                h.count
-            );
-        }
-        out.push_str("# HELP mnemo_http_request_duration_seconds HTTP request latency by method, route and status.\n");
-        out.push_str("# TYPE mnemo_http_request_duration_seconds histogram\n");
-        for ((method, route, status), h) in &requests {
-            let labels = format!(
-                "method=\"{}\",route=\"{}\",status=\"{status}\"",
-                label(method),
-                label(route)
-            );
-            h.write(&mut out, "mnemo_http_request_duration_seconds", &labels);
-        }
-        out.push_str("# HELP mnemo_search_duration_seconds Search latency inside the engine (both legs, fusion, hydration, ranking).\n");
-        out.push_str("# TYPE mnemo_search_duration_seconds histogram\n");
-        self.search
-            .lock()
-            .clone()
-            .write(&mut out, "mnemo_search_duration_seconds", "");
-        out.push_str("# HELP mnemo_memories Stored memories by tier and status.\n");
-        out.push_str("# TYPE mnemo_memories gauge\n");
+    /// The exposition of everything, scrape-time gauges included: OpenMetrics
+    /// text when `openmetrics`, else the Prometheus text format 0.0.4.
+    pub fn render(&self, gauges: &Gauges, openmetrics: bool) -> String {
+        let s = self.scrape.lock();
+        s.memories.clear();
         for (tier, status, n) in &gauges.memories {
-            let _ = writeln!(
-                out,
-                "mnemo_memories{{tier=\"{}\",status=\"{}\"}} {n}",
-                label(tier),
-                label(status)
-            );
+            s.memories
+                .get_or_create(&MemoryLabels {
+                    tier: tier.clone(),
+                    status: status.clone(),
+                })
+                .set(to_i64(*n));
         }
-        out.push_str(
-            "# HELP mnemo_embedding_queue_depth Embedding calls queued or running.\n\
-             # TYPE mnemo_embedding_queue_depth gauge\n",
-        );
-        let _ = writeln!(
-            out,
-            "mnemo_embedding_queue_depth {}",
-            gauges.embedding_queue_depth
-        );
-        if let Some(n) = gauges.active_api_keys {
-            out.push_str(
-                "# HELP mnemo_api_keys_active API keys not revoked.\n\
-                 # TYPE mnemo_api_keys_active gauge\n",
-            );
-            let _ = writeln!(out, "mnemo_api_keys_active {n}");
+        s.embedding_queue_depth
+            .set(i64::try_from(gauges.embedding_queue_depth).unwrap_or(i64::MAX));
+        s.api_keys_active
+            .set(gauges.active_api_keys.map_or(0, to_i64));
+        for family in [&s.job_last_completed, &s.job_last_duration] {
+            family.clear();
         }
-        if !gauges.jobs.is_empty() {
-            out.push_str(
-                "# HELP mnemo_job_running Whether a lifecycle job holds its lease now.\n\
-                 # TYPE mnemo_job_running gauge\n",
-            );
-            for j in &gauges.jobs {
-                let _ = writeln!(
-                    out,
-                    "mnemo_job_running{{job=\"{}\"}} {}",
-                    label(&j.job),
-                    u8::from(j.running)
-                );
+        s.job_running.clear();
+        s.job_last_memories.clear();
+        for j in &gauges.jobs {
+            let job = JobLabels { job: j.job.clone() };
+            s.job_running.get_or_create(&job).set(i64::from(j.running));
+            if let Some(t) = j.last_completed_unix {
+                s.job_last_completed.get_or_create(&job).set(t);
             }
-            out.push_str(
-                "# HELP mnemo_job_last_completed_timestamp_seconds When a job's last run completed.\n\
-                 # TYPE mnemo_job_last_completed_timestamp_seconds gauge\n",
-            );
-            for j in &gauges.jobs {
-                if let Some(t) = j.last_completed_unix {
-                    let _ = writeln!(
-                        out,
-                        "mnemo_job_last_completed_timestamp_seconds{{job=\"{}\"}} {t:.3}",
-                        label(&j.job)
-                    );
-                }
+            if let Some(t) = j.last_elapsed_secs {
+                s.job_last_duration.get_or_create(&job).set(t);
             }
-            out.push_str(
-                "# HELP mnemo_job_last_run_duration_seconds How long a job's last run took.\n\
-                 # TYPE mnemo_job_last_run_duration_seconds gauge\n",
-            );
-            for j in &gauges.jobs {
-                if let Some(t) = j.last_elapsed_secs {
-                    let _ = writeln!(
-                        out,
-                        "mnemo_job_last_run_duration_seconds{{job=\"{}\"}} {t:.3}",
-                        label(&j.job)
-                    );
-                }
-            }
-            out.push_str(
-                "# HELP mnemo_job_last_run_memories Memories a job's last run changed, by action.\n\
-                 # TYPE mnemo_job_last_run_memories gauge\n",
-            );
-            for j in &gauges.jobs {
-                for (action, n) in &j.last_counts {
-                    let _ = writeln!(
-                        out,
-                        "mnemo_job_last_run_memories{{job=\"{}\",action=\"{}\"}} {n}",
-                        label(&j.job),
-                        label(action)
-                    );
-                }
+            let actions = j.last_counts.iter().filter(|(a, _)| plain_action(a));
+            for (action, n) in actions.take(MAX_JOB_ACTIONS) {
+                s.job_last_memories
+                    .get_or_create(&JobActionLabels {
+                        job: j.job.clone(),
+                        action: action.clone(),
+                    })
+                    .set(to_i64(*n));
             }
         }
-        out.push_str(
-            "# HELP mnemo_uptime_seconds Seconds since the server started.\n\
-             # TYPE mnemo_uptime_seconds gauge\n",
-        );
-        let _ = writeln!(
-            out,
-            "mnemo_uptime_seconds {:.3}",
-            self.started.elapsed().as_secs_f64()
-        );
+        let (lag, position) = gauges
+            .index_feed
+            .map_or((0, 0), |(head, applied)| ((head - applied).max(0), applied));
+        s.index_lag.set(lag);
+        s.index_position.set(position);
+        s.uptime.set(self.started.elapsed().as_secs_f64());
+
+        let mut out = String::with_capacity(8192);
+        let encoded = if openmetrics {
+            prometheus_client::encoding::text::encode(&mut out, &self.registry)
+        } else {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
+        };
+        // Writing into a String cannot fail; an encoder error would be a bug.
+        if let Err(e) = encoded {
+            tracing::error!(error = %e, "encoding metrics failed");
+        }
         out
     }
 }
@@ -249,33 +408,94 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    #[test]
-    fn histograms_are_cumulative_and_labelled() {
-        let m = Metrics::default();
-        m.record_request("GET", "/v1/memories/{id}", 200, Duration::from_millis(3));
-        m.record_request("GET", "/v1/memories/{id}", 200, Duration::from_millis(300));
-        m.record_search(Duration::from_millis(2));
-        let text = m.render(&Gauges {
+    fn gauges() -> Gauges {
+        Gauges {
             memories: vec![("long_term".into(), "active".into(), 7)],
             embedding_queue_depth: 1,
-            active_api_keys: None,
+            active_api_keys: Some(2),
             jobs: vec![JobGauge {
                 job: "ttl-sweep".into(),
                 running: false,
                 last_completed_unix: Some(1.0),
                 last_elapsed_secs: Some(0.25),
-                last_counts: vec![("expire".into(), 3)],
+                last_counts: vec![("expire".into(), 3), ("Not A Label\n".into(), 9)],
             }],
-        });
+            index_feed: Some((10, 7)),
+        }
+    }
+
+    #[test]
+    fn histograms_are_cumulative_and_labelled() {
+        let m = Metrics::default();
+        m.record_request("GET", "/v1/memories/{id}", 200, Duration::from_millis(3));
+        m.record_request("GET", "/v1/memories/{id}", 200, Duration::from_millis(300));
+        m.record_search(
+            Duration::from_millis(2),
+            &SearchStages {
+                embed_ms: 1.0,
+                ..Default::default()
+            },
+        );
+        let text = m.render(&gauges(), false);
         assert!(text.contains("mnemo_job_last_run_memories{job=\"ttl-sweep\",action=\"expire\"} 3"));
+        assert!(
+            !text.contains("Not A Label"),
+            "free-form actions are dropped"
+        );
         assert!(text.contains("mnemo_job_running{job=\"ttl-sweep\"} 0"));
+        assert!(text.contains("# TYPE mnemo_job_runs_total counter"));
+        assert!(text.contains("mnemo_job_runs_total{job=\"weekly-cleanup\",outcome=\"conflict\"} "));
         assert!(text.contains(
             "mnemo_http_requests_total{method=\"GET\",route=\"/v1/memories/{id}\",status=\"200\"} 2"
         ));
         assert!(text.contains("le=\"0.005\"} 1"));
         assert!(text.contains("le=\"0.5\"} 2"));
         assert!(text.contains("mnemo_search_duration_seconds_count 1"));
+        assert!(text.contains("mnemo_search_stage_duration_seconds_count{stage=\"embed\"} 1"));
         assert!(text.contains("mnemo_memories{tier=\"long_term\",status=\"active\"} 7"));
         assert!(text.contains("mnemo_embedding_queue_depth 1"));
+        assert!(text.contains("mnemo_index_lag_changes 3"));
+        assert!(!text.contains("# EOF"));
+        let om = m.render(&gauges(), true);
+        assert!(om.ends_with("# EOF\n"), "OpenMetrics ends with EOF");
+    }
+
+    #[test]
+    fn invented_methods_share_one_label() {
+        let m = Metrics::default();
+        for i in 0..2000 {
+            m.record_request(&format!("BREW{i}"), "/v1/search", 405, Duration::ZERO);
+        }
+        m.record_request("POST", "/v1/search", 200, Duration::ZERO);
+        let text = m.render(&Gauges::default(), false);
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("mnemo_http_requests_total{"))
+            .collect::<Vec<_>>();
+        assert_eq!(series.len(), 2, "{series:?}");
+        assert!(text.contains(
+            "mnemo_http_requests_total{method=\"other\",route=\"/v1/search\",status=\"405\"} 2000"
+        ));
+        assert!(text.len() < 64 * 1024, "{} bytes", text.len());
+    }
+
+    #[test]
+    fn scrape_gauges_forget_series_that_went_away() {
+        let m = Metrics::default();
+        m.render(&gauges(), false);
+        let text = m.render(&Gauges::default(), false);
+        assert!(!text.contains("mnemo_memories{"), "{text}");
+        assert!(!text.contains("job_last_run_memories{"));
+    }
+
+    #[test]
+    fn erasures_count_successful_deletes_of_a_user() {
+        let m = Metrics::default();
+        m.record_request("DELETE", "/v1/users/{user_id}", 200, Duration::ZERO);
+        m.record_request("DELETE", "/v1/users/{user_id}", 403, Duration::ZERO);
+        m.record_request("GET", "/v1/users/{user_id}/erasure", 200, Duration::ZERO);
+        assert!(m
+            .render(&Gauges::default(), false)
+            .contains("mnemo_erasures_total 1\n"));
     }
 }

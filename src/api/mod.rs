@@ -207,23 +207,27 @@ impl Modify for BearerAuth {
 /// Counts every routed request by method, route template and status.
 async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().to_string();
+    let method = req.method().clone();
     let route = req
         .extensions()
         .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".into());
+        .map(|p| p.as_str().to_string());
     let response = next.run(req).await;
     state.metrics.record_request(
-        &method,
-        &route,
+        method.as_str(),
+        route.as_deref().unwrap_or(metrics::UNMATCHED),
         response.status().as_u16(),
         started.elapsed(),
     );
     response
 }
 
-async fn no_route(method: Method, uri: Uri) -> Error {
+/// Paths no route matches: 404, counted under the `unmatched` route label.
+async fn no_route(State(state): State<AppState>, method: Method, uri: Uri) -> Error {
+    let status = crate::error::ErrorCode::NotFound.http_status();
+    state
+        .metrics
+        .record_request(method.as_str(), metrics::UNMATCHED, status, Duration::ZERO);
     Error::not_found(format!("route {method} {}", uri.path()))
 }
 

@@ -154,6 +154,46 @@ impl fmt::Display for Stats {
     }
 }
 
+/// Runs of each job in this process, by outcome (`/metrics` exports them as
+/// `mnemo_job_runs_total`). Process-wide, like the scheduler that makes them.
+pub mod runs {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::JobName;
+    use crate::error::{Error, Result};
+
+    /// How a run ended: `completed`, `conflict` (another runner held the
+    /// lease) or `failed`.
+    pub const OUTCOMES: [&str; 3] = ["completed", "conflict", "failed"];
+
+    static COUNTS: [[AtomicU64; OUTCOMES.len()]; JobName::ALL.len()] =
+        [const { [const { AtomicU64::new(0) }; OUTCOMES.len()] }; JobName::ALL.len()];
+
+    pub(super) fn record<T>(job: JobName, result: &Result<T>) {
+        let outcome = match result {
+            Ok(_) => 0,
+            Err(Error::Conflict(_)) => 1,
+            Err(_) => 2,
+        };
+        COUNTS[job as usize][outcome].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (job, outcome, runs) for every job and outcome, zeros included.
+    pub fn snapshot() -> Vec<(&'static str, &'static str, u64)> {
+        let mut out = Vec::with_capacity(JobName::ALL.len() * OUTCOMES.len());
+        for job in JobName::ALL {
+            for (i, outcome) in OUTCOMES.iter().enumerate() {
+                out.push((
+                    job.as_str(),
+                    *outcome,
+                    COUNTS[job as usize][i].load(Ordering::Relaxed),
+                ));
+            }
+        }
+        out
+    }
+}
+
 /// A held job lease; renew after each batch, release at the end.
 pub(crate) struct Lease {
     engine: Engine,
@@ -245,6 +285,9 @@ where
     });
     if let Some(lease) = lease {
         lease.release(result.as_ref().ok()).await?;
+    }
+    if !dry_run {
+        runs::record(job, &result);
     }
     if let Ok(s) = &result {
         tracing::info!(job = %job, dry_run, summary = %s, "job finished");

@@ -18,6 +18,7 @@ mod isolation;
 mod lifecycle;
 mod llm;
 mod mcp;
+mod metrics;
 mod migrate;
 mod postgres_engine;
 mod qdrant_cluster;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
@@ -12,8 +12,9 @@ use uuid::Uuid;
 
 use crate::api::auth::{require_admin, Auth, AuthMode};
 use crate::api::error::{ErrorBody, Json};
-use crate::api::metrics::Gauges;
+use crate::api::metrics::{Gauges, OPENMETRICS_TEXT, PROMETHEUS_TEXT};
 use crate::api::{ApiDoc, AppState};
+use crate::domain::{Status, Tier};
 use crate::error::Result;
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -79,36 +80,63 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     (status, Json(body)).into_response()
 }
 
-/// Prometheus text exposition. Needs an admin key (any tenant) unless the
-/// server runs in `--insecure-dev` mode; counts are global, not per tenant.
+/// Prometheus exposition: the text format 0.0.4, or OpenMetrics 1.0 with
+/// `Accept: application/openmetrics-text`. Needs an admin key (any tenant)
+/// unless the server runs in `--insecure-dev` mode; counts are global, not
+/// per tenant.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses(
-        (status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
+        (status = 200, description = "Prometheus text format (or OpenMetrics)", body = String, content_type = "text/plain"),
         (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody),
     ),
     security(("bearer" = [])))]
-pub async fn metrics(State(state): State<AppState>, Auth(actor): Auth) -> Result<Response> {
+pub async fn metrics(
+    State(state): State<AppState>,
+    Auth(actor): Auth,
+    headers: HeaderMap,
+) -> Result<Response> {
     if state.auth == AuthMode::Keys {
         require_admin(&actor, "read metrics")?;
     }
     let stats = state.engine.store().stats().await?;
     let gauges = Gauges {
-        memories: stats
-            .by_tier_status
+        // Every tier and status, zeros included: a series that vanishes
+        // reads as "unknown", not as "none".
+        memories: Tier::ALL
             .iter()
-            .map(|(t, s, n)| (t.to_string(), s.to_string(), *n))
+            .flat_map(|t| Status::ALL.iter().map(move |s| (*t, *s)))
+            .map(|(t, s)| {
+                let n = stats
+                    .by_tier_status
+                    .iter()
+                    .filter(|(tier, status, _)| (*tier, *status) == (t, s))
+                    .map(|(_, _, n)| n)
+                    .sum();
+                (t.to_string(), s.to_string(), n)
+            })
             .collect(),
         embedding_queue_depth: state.engine.embedding_queue_depth(),
         active_api_keys: Some(state.engine.store().count_active_api_keys().await?),
         jobs: job_gauges(&state).await?,
+        index_feed: match crate::cluster::applied_position() {
+            Some(applied) => Some((state.engine.store().change_feed_head().await?, applied)),
+            None => None,
+        },
+    };
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let content_type = if openmetrics {
+        OPENMETRICS_TEXT
+    } else {
+        PROMETHEUS_TEXT
     };
     Ok((
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        state.metrics.render(&gauges),
+        [(header::CONTENT_TYPE, content_type)],
+        state.metrics.render(&gauges, openmetrics),
     )
         .into_response())
 }

@@ -116,7 +116,9 @@ pub async fn search(
     req.created_before = body.filters.created_before;
     let started = Instant::now();
     let result = state.engine.search(req).await?;
-    state.metrics.record_search(started.elapsed());
+    state
+        .metrics
+        .record_search(started.elapsed(), &result.stages);
     let explain = body.explain;
     Ok(Json(SearchResponse {
         hits: result
