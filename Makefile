@@ -24,6 +24,7 @@ test: setup
 	url="$$(scripts/test-postgres.sh)" && export MNEMO_TEST_DATABASE_URL="$$url" && \
 	  $(CARGO) test --all-targets && $(CARGO) test --doc
 	CARGO="$(CARGO)" scripts/test-openai-sdk.sh
+	CARGO="$(CARGO)" scripts/test-browser.sh
 	@if [ -n "$$MNEMO_TEST_QDRANT_URL" ]; then \
 	  $(CARGO) test --lib vector::qdrant -- --ignored; \
 	else \
