@@ -320,7 +320,8 @@ fn list_reports(out_dir: &std::path::Path) -> Vec<EvalReportSummary> {
         .filter_map(|e| Uuid::parse_str(&e.ok()?.file_name().to_string_lossy()).ok())
         .collect();
     // UUID v7: newest first.
-    ids.sort_unstable_by(|a, b| b.cmp(a));
+    ids.sort_unstable();
+    ids.reverse();
     ids.into_iter()
         .filter_map(|id| read_report(&out_dir.join(id.to_string()), id))
         .take(MAX_REPORTS)
