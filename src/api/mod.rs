@@ -18,6 +18,7 @@ pub mod error;
 pub mod metrics;
 pub mod routes;
 pub mod server;
+pub mod ui;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -176,6 +177,17 @@ impl AppState {
         routes::ops::readyz,
         routes::ops::metrics,
         routes::ops::openapi,
+        routes::inspect::whoami,
+        routes::inspect::users,
+        routes::inspect::lineage,
+        routes::inspect::policy,
+        routes::inspect::evals,
+        routes::inspect::keys,
+        routes::inspect::create_key,
+        routes::inspect::revoke_key,
+        routes::inspect::jobs,
+        routes::inspect::dry_run,
+        routes::inspect::index,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -188,6 +200,7 @@ impl AppState {
         (name = "users", description = "Per-user data"),
         (name = "evaluation", description = "Retrieval evaluations (admin)"),
         (name = "operations", description = "Health, readiness, metrics"),
+        (name = "inspector", description = "Who a key is, users, keys, jobs, index health, policy (the /ui page's reads)"),
     )
 )]
 pub struct ApiDoc;
@@ -267,7 +280,10 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/threads/{id}/prompt", post(routes::threads::prompt))
         .route("/v1/threads/{id}/turns", post(routes::threads::turn))
         .route("/v1/chat/completions", post(routes::chat::chat_completions))
-        .route("/v1/evals", post(routes::evals::start))
+        .route(
+            "/v1/evals",
+            post(routes::evals::start).get(routes::inspect::evals),
+        )
         .route("/v1/evals/{id}", get(routes::evals::get))
         .route(
             "/v1/reference/documents",
@@ -282,6 +298,19 @@ pub fn app(state: AppState) -> Router {
             "/v1/users/{user_id}/erasure",
             get(routes::users::verify_erasure),
         )
+        .route("/v1/memories/{id}/lineage", get(routes::inspect::lineage))
+        .route("/v1/whoami", get(routes::inspect::whoami))
+        .route("/v1/users", get(routes::inspect::users))
+        .route("/v1/policy", get(routes::inspect::policy))
+        .route(
+            "/v1/keys",
+            get(routes::inspect::keys).post(routes::inspect::create_key),
+        )
+        .route("/v1/keys/{id}", delete(routes::inspect::revoke_key))
+        .route("/v1/jobs", get(routes::inspect::jobs))
+        .route("/v1/jobs/{name}/dry-run", post(routes::inspect::dry_run))
+        .route("/v1/index", get(routes::inspect::index))
+        .merge(ui::routes())
         .route("/healthz", get(routes::ops::healthz))
         .route("/readyz", get(routes::ops::readyz))
         .route("/metrics", get(routes::ops::metrics))

@@ -1223,6 +1223,17 @@ async fn openapi_documents_every_route() {
         ("get", "/readyz"),
         ("get", "/metrics"),
         ("get", "/openapi.json"),
+        ("get", "/v1/whoami"),
+        ("get", "/v1/users"),
+        ("get", "/v1/memories/{id}/lineage"),
+        ("get", "/v1/policy"),
+        ("get", "/v1/evals"),
+        ("get", "/v1/keys"),
+        ("post", "/v1/keys"),
+        ("delete", "/v1/keys/{id}"),
+        ("get", "/v1/jobs"),
+        ("post", "/v1/jobs/{name}/dry-run"),
+        ("get", "/v1/index"),
     ];
     let paths = r.body["paths"].as_object().unwrap();
     for (method, path) in routes {

@@ -14,6 +14,7 @@ mod crash;
 mod engine;
 mod eval;
 mod forget;
+mod inspect;
 mod isolation;
 mod lifecycle;
 mod llm;
