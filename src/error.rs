@@ -38,6 +38,14 @@ pub enum Error {
         message: String,
         retry_after_secs: u64,
     },
+    /// The key sent more requests than the policy allows
+    /// (`[limits] requests_per_second_per_key`, `burst_per_key`) or the user
+    /// is at a quota; retry after the given seconds.
+    #[error("rate limited: {message}")]
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A component is not ready or not configured (model assets missing, no LLM).
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -99,6 +107,7 @@ impl Error {
             Error::Unauthenticated(_) => ErrorCode::Unauthenticated,
             Error::Forbidden(_) => ErrorCode::Forbidden,
             Error::Overloaded { .. } => ErrorCode::Overloaded,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::Unavailable(_) => ErrorCode::Unavailable,
             Error::Config { .. } => ErrorCode::InvalidConfiguration,
             Error::Upstream(_) => ErrorCode::BadGateway,

@@ -16,6 +16,7 @@ mod eval;
 mod forget;
 mod isolation;
 mod lifecycle;
+mod limits;
 mod llm;
 mod mcp;
 mod migrate;
