@@ -139,13 +139,16 @@ pub const ERASURE_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// the task; the intent stays and the sweep retries it).
 type Outcome = std::result::Result<ErasureReceipt, ()>;
 
+/// (tenant, user): one erasure per user runs on a node at a time.
+type UserKey = (String, String);
+
 /// The erasures running on this node, keyed by (tenant, user). Owned by the
 /// engine; cheap to share.
 #[derive(Default)]
 pub struct ErasureJobs {
-    running: Mutex<HashMap<(String, String), watch::Receiver<Option<Outcome>>>>,
+    running: Mutex<HashMap<UserKey, watch::Receiver<Option<Outcome>>>>,
     /// Intents the previous sweep found pending and not running here.
-    seen: Mutex<HashSet<(String, String)>>,
+    seen: Mutex<HashSet<UserKey>>,
     /// Shared by writes that check for an intent before they commit (thread
     /// creation); exclusive while an intent is being recorded.
     gate: RwLock<()>,
