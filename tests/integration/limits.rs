@@ -435,3 +435,39 @@ async fn on_the_socket_parse_errors_are_json_and_slow_headers_are_cut_off() {
         .expect("serve returns after the signal")
         .unwrap();
 }
+
+#[tokio::test]
+async fn openapi_states_the_new_statuses_and_parameters() {
+    let api = crate::api::api().await;
+    let r = call(&api.app, Method::GET, "/openapi.json", None, None).await;
+    let paths = &r.body["paths"];
+    let forget = &paths["/v1/users/{user_id}"]["delete"]["responses"];
+    for status in ["200", "202", "429", "503"] {
+        assert!(forget.get(status).is_some(), "DELETE /v1/users: {status}");
+    }
+    assert!(paths["/v1/threads"]["post"]["responses"]
+        .get("409")
+        .is_some());
+    // Every authenticated operation documents 429; the probes do not.
+    for (path, ops) in paths.as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+            assert_eq!(
+                op["responses"].get("429").is_some(),
+                secured,
+                "{method} {path}"
+            );
+        }
+    }
+    let params: Vec<&str> = paths["/v1/threads/{id}"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for name in ["id", "limit", "before", "include_compacted"] {
+        assert!(params.contains(&name), "{params:?}");
+    }
+    let user_id = &r.body["components"]["schemas"]["MemoryInput"]["properties"]["user_id"];
+    assert_eq!(user_id["maxLength"], 256, "{user_id}");
+}
