@@ -46,6 +46,10 @@ pub enum Error {
         message: String,
         retry_after_secs: u64,
     },
+    /// The user is at a quota of the policy (`[limits] max_threads_per_user`):
+    /// nothing is written until something is deleted or the quota raised.
+    #[error("quota exceeded: {0}")]
+    QuotaExceeded(String),
     /// A component is not ready or not configured (model assets missing, no LLM).
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -108,6 +112,7 @@ impl Error {
             Error::Forbidden(_) => ErrorCode::Forbidden,
             Error::Overloaded { .. } => ErrorCode::Overloaded,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::QuotaExceeded(_) => ErrorCode::QuotaExceeded,
             Error::Unavailable(_) => ErrorCode::Unavailable,
             Error::Config { .. } => ErrorCode::InvalidConfiguration,
             Error::Upstream(_) => ErrorCode::BadGateway,
@@ -135,6 +140,8 @@ pub enum ErrorCode {
     PayloadTooLarge,
     NotFound,
     Conflict,
+    /// A per-user quota of the policy is reached (409).
+    QuotaExceeded,
     Unauthenticated,
     Forbidden,
     RateLimited,
@@ -153,7 +160,7 @@ impl ErrorCode {
             ErrorCode::Unauthenticated => 401,
             ErrorCode::Forbidden => 403,
             ErrorCode::NotFound => 404,
-            ErrorCode::Conflict => 409,
+            ErrorCode::Conflict | ErrorCode::QuotaExceeded => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::InvalidConfiguration => 422,
             ErrorCode::RateLimited => 429,

@@ -79,6 +79,8 @@ pub struct LimitsPolicy {
     pub requests_per_second_per_key: f64,
     /// Requests a key may send at once above the sustained rate.
     pub burst_per_key: u32,
+    /// Threads one user may have; 0 = no quota.
+    pub max_threads_per_user: u64,
 }
 
 impl Default for LimitsPolicy {
@@ -90,6 +92,7 @@ impl Default for LimitsPolicy {
             max_metadata_depth: crate::domain::memory::MAX_METADATA_DEPTH,
             requests_per_second_per_key: 50.0,
             burst_per_key: 100,
+            max_threads_per_user: 10_000,
         }
     }
 }

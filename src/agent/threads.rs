@@ -302,6 +302,24 @@ impl Agent {
             .engine
             .refuse_while_erasing(&thread.tenant_id, &thread.user_id)
             .await?;
+        let quota = self.0.engine.policy().limits.max_threads_per_user;
+        if quota > 0 {
+            // Thread creation is rare next to writes: the footprint's counts
+            // are affordable here.
+            let held = self
+                .0
+                .engine
+                .store()
+                .user_footprint(&thread.tenant_id, &thread.user_id)
+                .await?
+                .threads;
+            if held >= quota {
+                return Err(Error::QuotaExceeded(format!(
+                    "this user has {held} threads: the quota (policy limits.max_threads_per_user) \
+                     is reached"
+                )));
+            }
+        }
         self.0.engine.store().insert_thread(&thread).await?;
         Ok(thread)
     }

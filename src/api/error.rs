@@ -31,8 +31,8 @@ pub struct ErrorBody {
 #[derive(Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// One of: invalid_argument, payload_too_large, not_found, conflict,
-    /// unauthenticated, forbidden, rate_limited, overloaded, unavailable,
-    /// invalid_configuration, internal.
+    /// quota_exceeded, unauthenticated, forbidden, rate_limited, overloaded,
+    /// unavailable, bad_gateway, invalid_configuration, internal.
     pub code: String,
     pub message: String,
     /// The request field the error is about, when there is one.
@@ -82,6 +82,7 @@ impl IntoResponse for Error {
             Error::Invalid { message, .. }
             | Error::TooLarge { message, .. }
             | Error::Conflict(message)
+            | Error::QuotaExceeded(message)
             | Error::Unauthenticated(message)
             | Error::Forbidden(message)
             | Error::Unavailable(message)

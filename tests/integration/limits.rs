@@ -471,3 +471,31 @@ async fn openapi_states_the_new_statuses_and_parameters() {
     let user_id = &r.body["components"]["schemas"]["MemoryInput"]["properties"]["user_id"];
     assert_eq!(user_id["maxLength"], 256, "{user_id}");
 }
+
+#[tokio::test]
+async fn a_user_at_the_thread_quota_gets_409_quota_exceeded() {
+    let mut policy = Policy::default();
+    policy.limits.max_threads_per_user = 2;
+    let api = api_with(policy, AuthMode::Keys, None).await;
+    let create = |user: &'static str| {
+        let app = api.app.clone();
+        let key = api.agent.clone();
+        async move {
+            call(
+                &app,
+                Method::POST,
+                "/v1/threads",
+                Some(&key),
+                Some(json!({"user_id": user})),
+            )
+            .await
+        }
+    };
+    for _ in 0..2 {
+        assert_eq!(create("bob").await.status, StatusCode::CREATED);
+    }
+    let r = create("bob").await;
+    assert_error(&r, StatusCode::CONFLICT, "quota_exceeded");
+    // Per user: another user is not held back.
+    assert_eq!(create("carl").await.status, StatusCode::CREATED);
+}

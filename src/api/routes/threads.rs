@@ -25,7 +25,8 @@ use crate::error::Result;
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "A user key naming another user", body = ErrorBody),
-        (status = 409, description = "The user's data is being erased (retry when the erasure has completed)", body = ErrorBody),
+        (status = 409, description = "`conflict`: the user's data is being erased (retry when the erasure has completed); \
+            `quota_exceeded`: the user has limits.max_threads_per_user threads", body = ErrorBody),
         (status = 413, description = "goal over limits.max_text_bytes", body = ErrorBody),
         (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
     ),
