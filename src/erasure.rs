@@ -23,19 +23,47 @@
 //! 3. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
 //!
+//! **A durable job, not a request.** Steps 2 and 3 run in a task of their own
+//! ([`Engine::start_erasure`]), tracked by the engine's [`ErasureJobs`]: a
+//! client that disconnects, or the request timeout, drops only its wait, never
+//! the erasure. A second request for the same user while one runs joins it
+//! (same receipt); shutdown waits for running erasures
+//! ([`Engine::wait_erasures`]). An intent whose task died with its node (or
+//! failed) is resumed by the periodic sweep ([`Engine::spawn_erasure_sweep`],
+//! every [`ERASURE_SWEEP_INTERVAL`]) once two consecutive sweeps have seen it
+//! pending and not running here, and at every start. Several nodes may resume
+//! the same intent at once: harmless, every step is idempotent.
+//!
+//! **Nothing starts behind an intent.** Writes of the user's memories and
+//! cached vectors check the intent inside their own transaction (the store).
+//! Thread creation checks it under [`ErasureJobs`]' gate, which
+//! [`Engine::start_erasure`] holds exclusively while it records the intent, so
+//! a thread is either created before the intent (and erased with the user) or
+//! refused with 409.
+//!
 //! In clustered mode the other nodes' lexical indexes follow the store's
-//! change feed (see [`crate::cluster`]): the erasure receipt of step 4 is the
+//! change feed (see [`crate::cluster`]): the erasure receipt of step 3 is the
 //! feed entry that makes each of them delete and purge the user's documents,
 //! and verification waits for every live node to have applied it.
 //!
 //! Unlike every other delete in Mnemo this one is not soft: it cannot be
 //! undone, which is the point.
+//!
+//! Threading: the erasure task runs on the tokio runtime and moves index work
+//! to `spawn_blocking`; the registry is a short `parking_lot` mutex never held
+//! across an `.await`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
+use tokio::sync::{watch, RwLock, RwLockReadGuard};
 use utoipa::ToSchema;
 
-use crate::domain::memory::validate_id;
+use crate::domain::memory::validate_existing_id;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
 use crate::service::{Actor, Engine};
@@ -61,10 +89,26 @@ pub struct ErasureReceipt {
     pub completed_at: DateTime<Utc>,
 }
 
+/// Where a user's erasure stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErasureStatus {
+    /// An erasure is recorded and not finished (running, waiting for the
+    /// sweep to resume it, or still being applied by a live node).
+    InProgress,
+    /// Nothing of the user is left anywhere (`erased: true`).
+    Erased,
+    /// No erasure is in progress and the stores hold data of the user.
+    NotErased,
+}
+
 /// What every store still holds of a user: all zero after an erasure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ErasureVerification {
     pub user_id: String,
+    /// `in_progress` until the erasure has finished on every live node, then
+    /// `erased`; `not_erased` when no erasure runs and data is present.
+    pub status: ErasureStatus,
     pub memories: u64,
     pub audit_events: u64,
     /// Threads, and their messages with tool payloads.
@@ -86,20 +130,195 @@ pub struct ErasureVerification {
     pub last_erasure_at: Option<DateTime<Utc>>,
 }
 
+/// How often [`Engine::spawn_erasure_sweep`] looks for intents to resume.
+/// An intent is resumed once two consecutive sweeps found it pending and not
+/// running on this node, so it is at least this old.
+pub const ERASURE_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A finished erasure task: the receipt, or why it failed (logged in full by
+/// the task; the intent stays and the sweep retries it).
+type Outcome = std::result::Result<ErasureReceipt, ()>;
+
+/// (tenant, user): one erasure per user runs on a node at a time.
+type UserKey = (String, String);
+
+/// The erasures running on this node, keyed by (tenant, user). Owned by the
+/// engine; cheap to share.
+#[derive(Default)]
+pub struct ErasureJobs {
+    running: Mutex<HashMap<UserKey, watch::Receiver<Option<Outcome>>>>,
+    /// Intents the previous sweep found pending and not running here.
+    seen: Mutex<HashSet<UserKey>>,
+    /// Shared by writes that check for an intent before they commit (thread
+    /// creation); exclusive while an intent is being recorded.
+    gate: RwLock<()>,
+}
+
+impl ErasureJobs {
+    /// How many erasures run on this node.
+    pub fn running(&self) -> usize {
+        self.running.lock().len()
+    }
+
+    fn is_running(&self, key: &(String, String)) -> bool {
+        self.running.lock().contains_key(key)
+    }
+}
+
+/// Removes a finished (or panicked) erasure from the registry.
+struct Deregister {
+    jobs: Arc<ErasureJobs>,
+    key: (String, String),
+}
+
+impl Drop for Deregister {
+    fn drop(&mut self) {
+        self.jobs.running.lock().remove(&self.key);
+    }
+}
+
+/// A running (or finished) erasure to wait for. Dropping it does not stop
+/// the erasure.
+#[must_use = "an erasure runs without its handle; wait() to get the receipt"]
+pub struct ErasureJob {
+    user_id: String,
+    done: watch::Receiver<Option<Outcome>>,
+}
+
+impl ErasureJob {
+    /// The erased user.
+    pub fn user_id(&self) -> &str {
+        &self.user_id
+    }
+
+    /// Waits for the receipt, at most `limit` (`None`: until done).
+    /// `Ok(None)`: still running after `limit`.
+    pub async fn wait(mut self, limit: Option<Duration>) -> Result<Option<ErasureReceipt>> {
+        let finished = self.done.wait_for(|o| o.is_some());
+        let outcome = match limit {
+            None => finished.await.map(|o| o.clone()),
+            Some(d) => match tokio::time::timeout(d, finished).await {
+                Err(_) => return Ok(None),
+                Ok(r) => r.map(|o| o.clone()),
+            },
+        };
+        match outcome {
+            Ok(Some(Ok(receipt))) => Ok(Some(receipt)),
+            // The task logged the cause; the intent stays recorded.
+            Ok(Some(Err(()))) | Ok(None) | Err(_) => Err(Error::Unavailable(
+                "the erasure hit an error and stays recorded: it is retried automatically \
+                 (GET /v1/users/{user_id}/erasure shows its progress)"
+                    .into(),
+            )),
+        }
+    }
+}
+
 impl Engine {
-    /// Erases every trace of a user of the actor's tenant. A user key may
-    /// erase only itself; agent and admin keys any user of their tenant.
+    /// Erases every trace of a user of the actor's tenant and waits for the
+    /// receipt. A user key may erase only itself; agent and admin keys any
+    /// user of their tenant. The erasure runs in a task of its own: dropping
+    /// this future does not interrupt it (see [`Engine::start_erasure`]).
     pub async fn forget_user(&self, actor: &Actor, user_id: &str) -> Result<ErasureReceipt> {
-        validate_id("user_id", user_id)?;
+        let job = self.start_erasure(actor, user_id).await?;
+        job.wait(None)
+            .await?
+            .ok_or_else(|| Error::internal("an erasure ended without a receipt"))
+    }
+
+    /// Records the intent to erase a user and hands the erasure to a tracked
+    /// task, or joins the one already running for that user. Returns once the
+    /// intent is committed; from then on the erasure completes whatever
+    /// happens to the caller (and across a crash, at the next start or sweep).
+    pub async fn start_erasure(&self, actor: &Actor, user_id: &str) -> Result<ErasureJob> {
+        // The id rule from before ids were restricted to a character set: a user
+        // stored under an id refused today can still be erased.
+        validate_existing_id("user_id", user_id)?;
         let user = actor
             .user_for(Some(user_id))?
             .ok_or_else(|| Error::invalid("user_id", "user_id is required"))?;
-        let now = self.clock().now();
-        self.store()
-            .begin_erasure(&actor.tenant_id, &user, &actor.id, now)
-            .await?;
-        self.complete_erasure(&actor.tenant_id, &user, &actor.id)
-            .await
+        let key = (actor.tenant_id.clone(), user.clone());
+        if let Some(done) = self.erasure_jobs().running.lock().get(&key).cloned() {
+            return Ok(ErasureJob {
+                user_id: user,
+                done,
+            });
+        }
+        {
+            // Exclusive: no thread creation is between its check and its
+            // insert while the intent commits.
+            let _gate = self.erasure_jobs().gate.write().await;
+            let now = self.clock().now();
+            self.store()
+                .begin_erasure(&actor.tenant_id, &user, &actor.id, now)
+                .await?;
+        }
+        Ok(self.spawn_erasure(key, actor.id.clone()))
+    }
+
+    /// Runs the erasure of a recorded intent in its own task, unless one is
+    /// already running for that user (then joins it).
+    fn spawn_erasure(&self, key: (String, String), actor: String) -> ErasureJob {
+        let jobs = self.erasure_jobs_arc();
+        let mut running = jobs.running.lock();
+        if let Some(done) = running.get(&key).cloned() {
+            return ErasureJob {
+                user_id: key.1,
+                done,
+            };
+        }
+        let (tx, rx) = watch::channel(None);
+        running.insert(key.clone(), rx.clone());
+        drop(running);
+        let engine = self.clone();
+        let deregister = Deregister {
+            jobs: jobs.clone(),
+            key: key.clone(),
+        };
+        let user_id = key.1.clone();
+        tokio::spawn(async move {
+            let _deregister = deregister;
+            let (tenant, user) = &key;
+            let outcome = engine.complete_erasure(tenant, user, &actor).await;
+            let outcome = outcome.map_err(|e| {
+                // Never the user id: the error names stores, not people.
+                tracing::error!(error = %e, "erasure failed; the intent stays and the sweep retries it");
+            });
+            tx.send_replace(Some(outcome));
+        });
+        ErasureJob { user_id, done: rx }
+    }
+
+    /// Waits until no erasure runs on this node (shutdown, tests).
+    pub async fn wait_erasures(&self) {
+        while self.erasure_jobs().running() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Refuses with 409 while the user has an erasure recorded; the guard
+    /// keeps a new intent from being recorded until it is dropped. Hold it
+    /// across the insert of anything the erasure must not miss (a thread).
+    pub async fn refuse_while_erasing(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+    ) -> Result<RwLockReadGuard<'_, ()>> {
+        let gate = self.erasure_jobs().gate.read().await;
+        let key = (tenant_id.to_string(), user_id.to_string());
+        let erasing = self.erasure_jobs().is_running(&key)
+            || self
+                .store()
+                .pending_erasures()
+                .await?
+                .iter()
+                .any(|(t, u, _)| *t == key.0 && *u == key.1);
+        if erasing {
+            return Err(Error::Conflict(
+                "this user's data is being erased; retry when the erasure has completed".into(),
+            ));
+        }
+        Ok(gate)
     }
 
     async fn complete_erasure(
@@ -186,7 +405,7 @@ impl Engine {
         actor: &Actor,
         user_id: &str,
     ) -> Result<ErasureVerification> {
-        validate_id("user_id", user_id)?;
+        validate_existing_id("user_id", user_id)?;
         let user = actor
             .user_for(Some(user_id))?
             .ok_or_else(|| Error::invalid("user_id", "user_id is required"))?;
@@ -216,7 +435,18 @@ impl Engine {
             && vector_points == 0
             && footprint.pending_erasures == 0
             && nodes.behind.is_empty();
+        let running = self
+            .erasure_jobs()
+            .is_running(&(actor.tenant_id.clone(), user.clone()));
+        let status = if erased {
+            ErasureStatus::Erased
+        } else if running || footprint.pending_erasures > 0 || !nodes.behind.is_empty() {
+            ErasureStatus::InProgress
+        } else {
+            ErasureStatus::NotErased
+        };
         Ok(ErasureVerification {
+            status,
             user_id: user,
             memories: footprint.memories,
             audit_events: footprint.audit_events,
@@ -232,15 +462,68 @@ impl Engine {
         })
     }
 
-    /// Completes erasures a crash interrupted; run at every start.
+    /// Completes erasures a crash interrupted; run at every start. Waits for
+    /// each (joining any already running here).
     pub async fn resume_erasures(&self) -> Result<usize> {
         let pending = self.store().pending_erasures().await?;
         for (tenant, user, actor) in &pending {
-            self.complete_erasure(tenant, user, actor).await?;
+            self.spawn_erasure((tenant.clone(), user.clone()), actor.clone())
+                .wait(None)
+                .await?;
         }
         if !pending.is_empty() {
             tracing::warn!(count = pending.len(), "resumed interrupted erasures");
         }
         Ok(pending.len())
+    }
+
+    /// One pass of the erasure sweep: starts (without waiting) every intent
+    /// that the previous pass also found pending and that is not running on
+    /// this node — an erasure whose node died, or that failed. Returns how
+    /// many it started.
+    pub async fn sweep_erasures(&self) -> Result<usize> {
+        let pending = self.store().pending_erasures().await?;
+        let jobs = self.erasure_jobs();
+        let mut idle = HashSet::new();
+        let mut due = Vec::new();
+        {
+            let mut seen = jobs.seen.lock();
+            for (tenant, user, actor) in pending {
+                let key = (tenant, user);
+                if jobs.is_running(&key) {
+                    continue;
+                }
+                if seen.contains(&key) {
+                    due.push((key, actor));
+                } else {
+                    idle.insert(key);
+                }
+            }
+            *seen = idle;
+        }
+        let started = due.len();
+        for (key, actor) in due {
+            // Not awaited: the task is tracked, and shutdown waits for it.
+            let _job = self.spawn_erasure(key, actor);
+        }
+        if started > 0 {
+            tracing::warn!(count = started, "erasure sweep resumed stalled erasures");
+        }
+        Ok(started)
+    }
+
+    /// Runs [`Engine::sweep_erasures`] every `every` until aborted.
+    pub fn spawn_erasure_sweep(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = engine.sweep_erasures().await {
+                    tracing::warn!(error = %e, "erasure sweep failed; it runs again");
+                }
+            }
+        })
     }
 }

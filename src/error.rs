@@ -38,6 +38,18 @@ pub enum Error {
         message: String,
         retry_after_secs: u64,
     },
+    /// The key sent more requests than the policy allows
+    /// (`[limits] requests_per_second_per_key`, `burst_per_key`) or the user
+    /// is at a quota; retry after the given seconds.
+    #[error("rate limited: {message}")]
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+    },
+    /// The user is at a quota of the policy (`[limits] max_threads_per_user`):
+    /// nothing is written until something is deleted or the quota raised.
+    #[error("quota exceeded: {0}")]
+    QuotaExceeded(String),
     /// A component is not ready or not configured (model assets missing, no LLM).
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -99,6 +111,8 @@ impl Error {
             Error::Unauthenticated(_) => ErrorCode::Unauthenticated,
             Error::Forbidden(_) => ErrorCode::Forbidden,
             Error::Overloaded { .. } => ErrorCode::Overloaded,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::QuotaExceeded(_) => ErrorCode::QuotaExceeded,
             Error::Unavailable(_) => ErrorCode::Unavailable,
             Error::Config { .. } => ErrorCode::InvalidConfiguration,
             Error::Upstream(_) => ErrorCode::BadGateway,
@@ -126,6 +140,8 @@ pub enum ErrorCode {
     PayloadTooLarge,
     NotFound,
     Conflict,
+    /// A per-user quota of the policy is reached (409).
+    QuotaExceeded,
     Unauthenticated,
     Forbidden,
     RateLimited,
@@ -144,7 +160,7 @@ impl ErrorCode {
             ErrorCode::Unauthenticated => 401,
             ErrorCode::Forbidden => 403,
             ErrorCode::NotFound => 404,
-            ErrorCode::Conflict => 409,
+            ErrorCode::Conflict | ErrorCode::QuotaExceeded => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::InvalidConfiguration => 422,
             ErrorCode::RateLimited => 429,

@@ -70,6 +70,17 @@ impl EmbeddingPolicy {
 pub struct LimitsPolicy {
     pub max_text_bytes: usize,
     pub max_batch: usize,
+    /// Largest `metadata` of one memory, bytes of compact JSON.
+    pub max_metadata_bytes: usize,
+    /// Deepest nesting of `metadata` (the object itself is level 1).
+    pub max_metadata_depth: usize,
+    /// Sustained requests a second one API key may send (each node counts
+    /// its own); 0 turns the limit off.
+    pub requests_per_second_per_key: f64,
+    /// Requests a key may send at once above the sustained rate.
+    pub burst_per_key: u32,
+    /// Threads one user may have; 0 = no quota.
+    pub max_threads_per_user: u64,
 }
 
 impl Default for LimitsPolicy {
@@ -77,6 +88,11 @@ impl Default for LimitsPolicy {
         LimitsPolicy {
             max_text_bytes: 32 * 1024,
             max_batch: 1000,
+            max_metadata_bytes: crate::domain::memory::MAX_METADATA_BYTES,
+            max_metadata_depth: crate::domain::memory::MAX_METADATA_DEPTH,
+            requests_per_second_per_key: 200.0,
+            burst_per_key: 400,
+            max_threads_per_user: 10_000,
         }
     }
 }
@@ -529,6 +545,27 @@ impl Policy {
         let l = &self.limits;
         positive("limits.max_text_bytes", l.max_text_bytes as f64)?;
         positive("limits.max_batch", l.max_batch as f64)?;
+        if !(2..=crate::domain::memory::MAX_METADATA_BYTES).contains(&l.max_metadata_bytes) {
+            return Err(Error::Config {
+                key: "limits.max_metadata_bytes".into(),
+                message: format!(
+                    "must be between 2 and {}, got {}",
+                    crate::domain::memory::MAX_METADATA_BYTES,
+                    l.max_metadata_bytes
+                ),
+            });
+        }
+        non_negative(
+            "limits.requests_per_second_per_key",
+            l.requests_per_second_per_key,
+        )?;
+        positive("limits.burst_per_key", l.burst_per_key as f64)?;
+        if !(1..=64).contains(&l.max_metadata_depth) {
+            return Err(Error::Config {
+                key: "limits.max_metadata_depth".into(),
+                message: format!("must be between 1 and 64, got {}", l.max_metadata_depth),
+            });
+        }
         let r = &self.retrieval;
         positive("retrieval.default_top_k", r.default_top_k as f64)?;
         positive("retrieval.max_top_k", r.max_top_k as f64)?;
@@ -669,6 +706,8 @@ impl Policy {
     pub fn limits(&self) -> Limits {
         Limits {
             max_text_bytes: self.limits.max_text_bytes,
+            max_metadata_bytes: self.limits.max_metadata_bytes,
+            max_metadata_depth: self.limits.max_metadata_depth,
         }
     }
 

@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, Semaphore};
 use uuid::Uuid;
 
 use crate::clock::SharedClock;
-use crate::domain::memory::{validate_id, validate_text, validate_unit};
+use crate::domain::memory::{validate_id, validate_metadata, validate_text, validate_unit};
 use crate::domain::ranking::{self, Candidates, Hit, RankingParams};
 use crate::domain::{Kind, Memory, MemoryPatch, NewMemory, Scope, Status, Tier};
 use crate::embed::Embedder;
@@ -275,6 +275,8 @@ struct Inner {
     embed_permits: Arc<Semaphore>,
     access_tx: mpsc::Sender<(Vec<Uuid>, DateTime<Utc>)>,
     writes_since_optimize: AtomicUsize,
+    /// "Forget all my data" jobs running on this node (`erasure.rs`).
+    erasures: Arc<crate::erasure::ErasureJobs>,
 }
 
 /// The memory engine. Cheap to clone; share it.
@@ -317,6 +319,7 @@ impl Engine {
             embed_permits: Arc::new(Semaphore::new(EMBED_QUEUE)),
             access_tx,
             writes_since_optimize: AtomicUsize::new(0),
+            erasures: Default::default(),
         }))
     }
 
@@ -344,6 +347,15 @@ impl Engine {
         &self.0.vectors
     }
 
+    /// The erasures running on this node.
+    pub fn erasure_jobs(&self) -> &crate::erasure::ErasureJobs {
+        &self.0.erasures
+    }
+
+    pub(crate) fn erasure_jobs_arc(&self) -> Arc<crate::erasure::ErasureJobs> {
+        self.0.erasures.clone()
+    }
+
     /// How many embedding calls are queued or running (for `/metrics`).
     pub fn embedding_queue_depth(&self) -> usize {
         EMBED_QUEUE - self.0.embed_permits.available_permits()
@@ -361,6 +373,7 @@ impl Engine {
         let policy = &self.0.policy;
         let tier = new.tier.unwrap_or(Tier::LongTerm);
         validate_text(&new.text, policy.limits())?;
+        validate_metadata(&new.metadata, policy.limits())?;
         let user_id = match tier {
             Tier::Reference => {
                 if new.user_id.is_some() {
@@ -657,6 +670,9 @@ impl Engine {
         }
         if let Some(i) = patch.importance {
             validate_unit("importance", i)?;
+        }
+        if let Some(md) = &patch.metadata {
+            validate_metadata(md, self.0.policy.limits())?;
         }
         let now = self.0.clock.now();
         let mut new = old.clone();

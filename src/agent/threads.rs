@@ -57,8 +57,8 @@ pub const EXTRACTOR_ACTOR: &str = "extractor";
 const MAX_KEY_FIELDS: usize = 20;
 /// Characters of a tool result's one-line summary.
 const TOOL_SUMMARY_CHARS: usize = 300;
-/// Messages `GET /v1/threads/{id}` returns at most (the newest).
-const VIEW_MESSAGES: usize = 200;
+/// Messages `GET /v1/threads/{id}` returns at most per page (the newest).
+pub const VIEW_MESSAGES: usize = 200;
 
 #[derive(Clone, Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -98,15 +98,34 @@ pub struct AppendMessage {
     pub tool: Option<ToolResult>,
 }
 
-/// A thread's working memory: goal, summary and its recent messages.
+/// A thread's working memory: goal, summary and one page of its messages.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct ThreadView {
     #[serde(flatten)]
     pub thread: Thread,
-    /// The uncompacted messages (the newest 200), oldest first.
+    /// The page: the newest `limit` messages older than `before` (all
+    /// uncompacted ones unless `include_compacted`), oldest first.
     pub messages: Vec<Message>,
     /// Messages folded into the summary.
     pub compacted_messages: usize,
+    /// Pass as `before` for the next, older page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<i64>,
+}
+
+/// Which page of a thread's history `GET /v1/threads/{id}` returns.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryPage {
+    /// Messages per page, 1 to 200 (default 200).
+    pub limit: Option<usize>,
+    /// Only messages with a `seq` below this (the previous page's `next_before`).
+    pub before: Option<i64>,
+    /// Page through compacted messages too (the whole history); by default
+    /// only the working memory.
+    #[serde(default)]
+    pub include_compacted: bool,
 }
 
 #[derive(Clone, Debug, Deserialize, ToSchema)]
@@ -275,6 +294,32 @@ impl Agent {
             last_activity_at: now,
             last_compacted_at: None,
         };
+        // A thread created behind an erasure's intent would outlive it: 409,
+        // like a memory write (the guard holds off a new intent until the
+        // insert has committed, so the erasure sees this thread).
+        let _not_erasing = self
+            .0
+            .engine
+            .refuse_while_erasing(&thread.tenant_id, &thread.user_id)
+            .await?;
+        let quota = self.0.engine.policy().limits.max_threads_per_user;
+        if quota > 0 {
+            // Thread creation is rare next to writes: the footprint's counts
+            // are affordable here.
+            let held = self
+                .0
+                .engine
+                .store()
+                .user_footprint(&thread.tenant_id, &thread.user_id)
+                .await?
+                .threads;
+            if held >= quota {
+                return Err(Error::QuotaExceeded(format!(
+                    "this user has {held} threads: the quota (policy limits.max_threads_per_user) \
+                     is reached"
+                )));
+            }
+        }
         self.0.engine.store().insert_thread(&thread).await?;
         Ok(thread)
     }
@@ -294,17 +339,50 @@ impl Agent {
     }
 
     pub async fn view(&self, actor: &Actor, id: Uuid) -> Result<ThreadView> {
+        self.view_page(actor, id, &HistoryPage::default()).await
+    }
+
+    /// The thread with one page of its history: the newest `limit` messages
+    /// (at most [`VIEW_MESSAGES`]) older than `before`, oldest first; only
+    /// the working memory (uncompacted messages) unless `include_compacted`.
+    /// `next_before` continues to older messages.
+    pub async fn view_page(
+        &self,
+        actor: &Actor,
+        id: Uuid,
+        page: &HistoryPage,
+    ) -> Result<ThreadView> {
+        let limit = page.limit.unwrap_or(VIEW_MESSAGES);
+        if !(1..=VIEW_MESSAGES).contains(&limit) {
+            return Err(Error::invalid(
+                "limit",
+                format!("limit must be between 1 and {VIEW_MESSAGES}"),
+            ));
+        }
         let thread = self.thread(actor, id).await?;
         let store = self.0.engine.store();
+        // HOOK(store paging): the store trait has no paged read of messages
+        // yet, so this loads the thread's messages and pages them here; the
+        // response is bounded, the read is not.
         let all = store.thread_messages(id, false).await?;
         let compacted_messages = all.iter().filter(|m| m.compacted).count();
-        let mut messages: Vec<Message> = all.into_iter().filter(|m| !m.compacted).collect();
-        let excess = messages.len().saturating_sub(VIEW_MESSAGES);
+        let mut messages: Vec<Message> = all
+            .into_iter()
+            .filter(|m| page.include_compacted || !m.compacted)
+            .filter(|m| page.before.is_none_or(|b| m.seq < b))
+            .collect();
+        let excess = messages.len().saturating_sub(limit);
         messages.drain(..excess);
+        let next_before = if excess > 0 {
+            messages.first().map(|m| m.seq)
+        } else {
+            None
+        };
         Ok(ThreadView {
             thread,
             messages,
             compacted_messages,
+            next_before,
         })
     }
 

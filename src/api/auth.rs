@@ -71,6 +71,9 @@ impl FromRequestParts<AppState> for Auth {
         let span = tracing::Span::current();
         span.record("key_id", actor.id.as_str());
         span.record("tenant", actor.tenant_id.as_str());
+        if let Some(limiter) = &state.rate_limiter {
+            limiter.check(&actor.id)?;
+        }
         Ok(Auth(actor))
     }
 }

@@ -6,8 +6,10 @@
 //! Axum's own rejections (malformed JSON, wrong types, unknown enum values,
 //! bad query strings, oversized bodies) are turned into [`Error`]s by the
 //! [`Json`] and [`Query`] extractors, and responses produced by layers with a
-//! plain body (timeouts, 405) are rewritten by [`json_errors`], so clients
-//! only ever see this one shape.
+//! plain body (timeouts, 405) are rewritten by [`json_errors`]; hyper's own
+//! answers to unparsable requests (400, 414, 431) are rewritten on the
+//! connection by [`crate::api::listen`], so clients only ever see this one
+//! shape. 414 and 431 carry the code `payload_too_large` (a size limit, like 413).
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -29,8 +31,8 @@ pub struct ErrorBody {
 #[derive(Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// One of: invalid_argument, payload_too_large, not_found, conflict,
-    /// unauthenticated, forbidden, rate_limited, overloaded, unavailable,
-    /// invalid_configuration, internal.
+    /// quota_exceeded, unauthenticated, forbidden, rate_limited, overloaded,
+    /// unavailable, bad_gateway, invalid_configuration, internal.
     pub code: String,
     pub message: String,
     /// The request field the error is about, when there is one.
@@ -69,6 +71,9 @@ impl IntoResponse for Error {
         let retry_after = match &self {
             Error::Overloaded {
                 retry_after_secs, ..
+            }
+            | Error::RateLimited {
+                retry_after_secs, ..
             } => Some(*retry_after_secs),
             _ => None,
         };
@@ -77,10 +82,12 @@ impl IntoResponse for Error {
             Error::Invalid { message, .. }
             | Error::TooLarge { message, .. }
             | Error::Conflict(message)
+            | Error::QuotaExceeded(message)
             | Error::Unauthenticated(message)
             | Error::Forbidden(message)
             | Error::Unavailable(message)
-            | Error::Overloaded { message, .. } => message.clone(),
+            | Error::Overloaded { message, .. }
+            | Error::RateLimited { message, .. } => message.clone(),
             other => other.to_string(),
         };
         let mut response = respond(status, code_str(code), message, self.field());
@@ -128,6 +135,9 @@ const FIELDS: &[&str] = &[
     "status",
     "cursor",
     "limit",
+    "before",
+    "include_compacted",
+    "goal",
 ];
 
 /// The innermost known field named in a serde path such as
@@ -254,6 +264,14 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
             ErrorCode::PayloadTooLarge,
             "request body is over the size limit".to_string(),
         ),
+        StatusCode::URI_TOO_LONG => (
+            ErrorCode::PayloadTooLarge,
+            "the request URI is too long".to_string(),
+        ),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => (
+            ErrorCode::PayloadTooLarge,
+            "the request headers are too large".to_string(),
+        ),
         s if s.is_server_error() => (ErrorCode::Internal, "internal error".to_string()),
         s => (
             ErrorCode::InvalidArgument,
@@ -278,6 +296,17 @@ mod tests {
         assert_eq!(field_of("memories[0].tier: unknown variant `x`"), "tier");
         assert_eq!(field_of("top_k: invalid type"), "top_k");
         assert_eq!(field_of("whatever: nope"), "body");
+    }
+
+    #[test]
+    fn rate_limited_is_429_with_retry_after() {
+        let r = Error::RateLimited {
+            message: "slow down".into(),
+            retry_after_secs: 3,
+        }
+        .into_response();
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "3");
     }
 
     #[test]

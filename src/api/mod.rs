@@ -15,7 +15,9 @@
 
 pub mod auth;
 pub mod error;
+pub mod listen;
 pub mod metrics;
+pub mod rate_limit;
 pub mod routes;
 pub mod server;
 pub mod ui;
@@ -94,11 +96,22 @@ pub struct AppState {
     pub chat_model: Option<Arc<dyn ChatModel>>,
     /// Threads, prompts and turns (`/v1/threads`).
     pub agent: Agent,
+    /// How long `DELETE /v1/users/{user_id}` waits for the erasure before
+    /// answering 202 with the status URL (the erasure goes on regardless).
+    pub erasure_wait: Duration,
+    /// Per-key rate limits from the policy (`None`: off).
+    pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
+    /// The last successful readiness check, reused for a few seconds.
+    pub readiness: Arc<routes::ops::Readiness>,
 }
+
+/// The default of [`AppState::erasure_wait`].
+pub const DEFAULT_ERASURE_WAIT: Duration = Duration::from_secs(2);
 
 impl AppState {
     pub fn new(engine: Engine, auth: AuthMode) -> Self {
         let limits = HttpLimits::from_policy(engine.policy());
+        let rate_limiter = rate_limit::RateLimiter::from_policy(engine.policy()).map(Arc::new);
         AppState {
             engine: engine.clone(),
             auth,
@@ -110,7 +123,16 @@ impl AppState {
             )),
             chat_model: None,
             agent: Agent::new(engine, None),
+            erasure_wait: DEFAULT_ERASURE_WAIT,
+            rate_limiter,
+            readiness: Default::default(),
         }
+    }
+
+    /// Sets how long a forget-all request waits before answering 202.
+    pub fn with_erasure_wait(mut self, wait: Duration) -> Self {
+        self.erasure_wait = wait;
+        self
     }
 
     /// Sets the chat model turns use.
@@ -214,6 +236,39 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
         );
+        // Every authenticated operation may be rate limited (per key).
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let limited = ResponseBuilder::new()
+            .description(
+                "Rate limited: this key is over the policy's limits.requests_per_second_per_key \
+                 (Retry-After says when to retry)",
+            )
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if op.security.as_ref().is_some_and(|s| !s.is_empty()) {
+                    op.responses
+                        .responses
+                        .entry("429".to_string())
+                        .or_insert_with(|| limited.clone().into());
+                }
+            }
+        }
     }
 }
 
@@ -234,6 +289,47 @@ async fn track(State(state): State<AppState>, req: Request, next: Next) -> Respo
     );
     response
 }
+
+/// In `--insecure-dev` mode (no keys), refuses requests whose `Host` is not
+/// a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port), as `/mcp`
+/// does: a web page cannot reach the keyless local admin by DNS rebinding,
+/// since the browser sends the attacker's host name. Requests without a
+/// `Host` (not from a browser) pass. With keys, any host is accepted.
+async fn dev_host_check(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if state.auth == AuthMode::InsecureDev {
+        let host = req
+            .headers()
+            .get(axum::http::header::HOST)
+            .map(|h| h.to_str().unwrap_or("\u{0}"))
+            .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        if let Some(host) = host {
+            if !is_loopback_host(host) {
+                return axum::response::IntoResponse::into_response(Error::Forbidden(
+                    "in --insecure-dev mode only loopback host names (localhost, 127.0.0.1, [::1]) \
+                     are served"
+                        .into(),
+                ));
+            }
+        }
+    }
+    next.run(req).await
+}
+
+/// Whether a `Host` value names this machine's loopback interface.
+pub fn is_loopback_host(host: &str) -> bool {
+    let Ok(authority) = host.parse::<axum::http::uri::Authority>() else {
+        return false;
+    };
+    let name = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 
 /// Paths no route matches: 404, counted under the `unmatched` route label.
 async fn no_route(State(state): State<AppState>, method: Method, uri: Uri) -> Error {
@@ -318,7 +414,7 @@ pub fn app(state: AppState) -> Router {
         .merge(crate::mcp::http::routes(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), track))
         .fallback(no_route)
-        .with_state(state);
+        .with_state(state.clone());
 
     let span = |req: &Request| {
         let id = req
@@ -348,6 +444,10 @@ pub fn app(state: AppState) -> Router {
                 )
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(middleware::from_fn(error::json_errors))
+                .layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    dev_host_check,
+                ))
                 .layer(TimeoutLayer::with_status_code(
                     axum::http::StatusCode::SERVICE_UNAVAILABLE,
                     limits.request_timeout,

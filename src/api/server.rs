@@ -10,10 +10,16 @@
 //! OpenAI-compatible chat model; without `base_url` and `model` there is none
 //! and the routes that need one answer 503. The API key is never printed.
 //!
+//! Connections are served by [`super::listen`] (HTTP/1.1 with a header-read
+//! timeout, `header_read_timeout_secs`, and hyper's parse errors in the JSON
+//! error shape).
+//!
 //! Shutdown, in order: the first SIGINT/SIGTERM turns `/readyz` to 503 and
 //! stops accepting connections; in-flight requests finish (bounded by
-//! `shutdown_timeout_secs`); the optimiser stops; `Engine::shutdown` commits
-//! the indexes and checkpoints the store. A second signal exits at once.
+//! `shutdown_timeout_secs`); the optimiser, the jobs and the erasure sweep
+//! stop; running erasures finish (unbounded: a second signal exits, and the
+//! next start completes them); `Engine::shutdown` commits the indexes and
+//! checkpoints the store. A second signal exits at once.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -35,6 +41,8 @@ use crate::llm::openai::{
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";
 const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
 const DEFAULT_SHUTDOWN_TIMEOUT_SECS: u64 = 30;
+const DEFAULT_ERASURE_WAIT_SECS: u64 = 2;
+const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
 
 #[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -76,6 +84,14 @@ pub struct ServeArgs {
     /// Longest wait for in-flight requests at shutdown [default: 30].
     #[arg(long, env = "MNEMO_SHUTDOWN_TIMEOUT_SECS")]
     pub shutdown_timeout_secs: Option<u64>,
+    /// How long `DELETE /v1/users/{user_id}` waits for the erasure before
+    /// answering 202 with a status URL; the erasure goes on either way [default: 2].
+    #[arg(long, env = "MNEMO_ERASURE_WAIT_SECS")]
+    pub erasure_wait_secs: Option<u64>,
+    /// Longest a client may take to send a request's headers (slow or
+    /// half-open connections are closed after it) [default: 10].
+    #[arg(long, env = "MNEMO_HEADER_READ_TIMEOUT_SECS")]
+    pub header_read_timeout_secs: Option<u64>,
     /// OpenAI-compatible model endpoint, e.g. http://127.0.0.1:11434/v1
     /// [default: none: no model].
     #[arg(long, env = "MNEMO_LLM_BASE_URL")]
@@ -137,6 +153,8 @@ pub struct ConfigFile {
     pub request_timeout_secs: Option<u64>,
     pub max_body_bytes: Option<usize>,
     pub shutdown_timeout_secs: Option<u64>,
+    pub erasure_wait_secs: Option<u64>,
+    pub header_read_timeout_secs: Option<u64>,
     pub data_dir: Option<PathBuf>,
     pub policy: Option<PathBuf>,
     pub assets_dir: Option<PathBuf>,
@@ -180,6 +198,8 @@ pub struct ServeConfig {
     /// `None`: derived from the policy.
     pub max_body_bytes: Option<usize>,
     pub shutdown_timeout: Duration,
+    pub erasure_wait: Duration,
+    pub header_read_timeout: Duration,
     /// Data, policy and assets locations after layering.
     pub global: GlobalArgs,
     /// The chat model, when `base_url` and `model` are set.
@@ -330,6 +350,26 @@ impl ServeConfig {
             .shutdown_timeout_secs
             .or(file.shutdown_timeout_secs)
             .unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT_SECS);
+        let erasure_wait_secs = args
+            .erasure_wait_secs
+            .or(file.erasure_wait_secs)
+            .unwrap_or(DEFAULT_ERASURE_WAIT_SECS);
+        if erasure_wait_secs >= request_timeout_secs {
+            return Err(config_err(
+                "erasure_wait_secs",
+                format!("must be below request_timeout_secs ({request_timeout_secs})"),
+            ));
+        }
+        let header_read_timeout_secs = args
+            .header_read_timeout_secs
+            .or(file.header_read_timeout_secs)
+            .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT_SECS);
+        if !(1..=300).contains(&header_read_timeout_secs) {
+            return Err(config_err(
+                "header_read_timeout_secs",
+                "must be between 1 and 300",
+            ));
+        }
         let global = layered_globals(global, &file);
         if let Some(url) = &global.database_url {
             crate::open::StoreUrl::parse(url)?;
@@ -345,6 +385,8 @@ impl ServeConfig {
             request_timeout: Duration::from_secs(request_timeout_secs),
             max_body_bytes,
             shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
+            erasure_wait: Duration::from_secs(erasure_wait_secs),
+            header_read_timeout: Duration::from_secs(header_read_timeout_secs),
             global,
             llm,
         })
@@ -446,6 +488,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let follower = follower.map(|f| f.spawn(crate::cluster::FOLLOW_INTERVAL));
     let optimizer = engine.spawn_optimizer();
     let jobs = crate::jobs::spawn_jobs(engine.clone());
+    // Resumes erasures whose task died with another node, or failed.
+    let erasure_sweep = engine.spawn_erasure_sweep(crate::erasure::ERASURE_SWEEP_INTERVAL);
     let auth = if config.insecure_dev {
         AuthMode::InsecureDev
     } else {
@@ -469,6 +513,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     }
     let mut state = AppState::new(engine.clone(), auth)
         .with_limits(limits)
+        .with_erasure_wait(config.erasure_wait)
         .with_evals(crate::api::routes::evals::EvalJobs::from_env(
             config.global.data_dir.join("evals"),
         ));
@@ -530,10 +575,10 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         });
         let _ = drain_tx.send(watchdog);
     };
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(on_signal)
-        .await
-        .context("server failed")?;
+    let options = super::listen::ListenOptions {
+        header_read_timeout: config.header_read_timeout,
+    };
+    super::listen::serve(listener, app(state), options, on_signal).await;
     if let Ok(watchdog) = drain_rx.await {
         watchdog.abort();
     }
@@ -541,6 +586,17 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     optimizer.abort();
     jobs.abort();
     compactor.abort();
+    erasure_sweep.abort();
+    // A running erasure finishes before the store closes (its intent would
+    // make the next start finish it anyway, but not leave it half done now).
+    let erasures = engine.erasure_jobs().running();
+    if erasures > 0 {
+        tracing::info!(
+            erasures,
+            "waiting for running erasures to finish (signal again to force)"
+        );
+    }
+    engine.wait_erasures().await;
     // Extraction in flight finishes before the store closes.
     agent.wait_idle().await;
     if let (Some(follower), Some(node_id)) = (follower, node_id) {

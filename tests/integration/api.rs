@@ -73,7 +73,7 @@ pub(crate) async fn api() -> Api {
 
 pub(crate) struct Reply {
     pub(crate) status: StatusCode,
-    headers: HeaderMap,
+    pub(crate) headers: HeaderMap,
     pub(crate) body: Value,
 }
 

@@ -285,3 +285,291 @@ async fn nothing_new_lands_for_a_user_while_their_erasure_is_in_progress() {
         .await
         .unwrap();
 }
+
+// ----- forget-all as a durable job ------------------------------------------
+
+/// A lexical index whose `delete_owner` waits until released: holds an
+/// erasure in the middle, after its intent is recorded.
+struct HeldLexical {
+    inner: Arc<dyn mnemo::lexical::LexicalIndex>,
+    hold: Arc<Hold>,
+}
+
+#[derive(Default)]
+struct Hold {
+    held: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+    entered: std::sync::atomic::AtomicUsize,
+}
+
+impl Hold {
+    fn release(&self) {
+        *self.held.lock().unwrap() = false;
+        self.cv.notify_all();
+    }
+
+    fn entered(&self) -> usize {
+        self.entered.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits (up to 20 s) until `n` erasures are inside `delete_owner`.
+    async fn until_entered(&self, n: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while self.entered() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the erasure never reached the index"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Releases the hold when the test ends, even by a panic (a held blocking
+/// thread would keep the runtime from shutting down).
+struct ReleaseOnDrop(Arc<Hold>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+impl mnemo::lexical::LexicalIndex for HeldLexical {
+    fn upsert(&self, docs: Vec<mnemo::lexical::LexicalDoc>) -> mnemo::Result<()> {
+        self.inner.upsert(docs)
+    }
+    fn delete(&self, ids: &[uuid::Uuid]) -> mnemo::Result<()> {
+        self.inner.delete(ids)
+    }
+    fn delete_owner(&self, owner: &mnemo::domain::Owner) -> mnemo::Result<usize> {
+        self.hold
+            .entered
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut held = self.hold.held.lock().unwrap();
+        while *held {
+            held = self.hold.cv.wait(held).unwrap();
+        }
+        drop(held);
+        self.inner.delete_owner(owner)
+    }
+    fn commit(&self) -> mnemo::Result<()> {
+        self.inner.commit()
+    }
+    fn purge(&self) -> mnemo::Result<()> {
+        self.inner.purge()
+    }
+    fn search(
+        &self,
+        query: &str,
+        filter: &mnemo::domain::scope::IndexFilter,
+        limit: usize,
+    ) -> mnemo::Result<Vec<(uuid::Uuid, f32)>> {
+        self.inner.search(query, filter, limit)
+    }
+    fn entries(&self) -> mnemo::Result<Vec<(uuid::Uuid, i64)>> {
+        self.inner.entries()
+    }
+    fn count_owner(&self, owner: &mnemo::domain::Owner) -> mnemo::Result<usize> {
+        self.inner.count_owner(owner)
+    }
+    fn clear(&self) -> mnemo::Result<()> {
+        self.inner.clear()
+    }
+}
+
+/// The same store and indexes as `engine`, with erasures held in the lexical
+/// step until the returned hold is released.
+fn held(engine: &mnemo::Engine) -> (mnemo::Engine, Arc<Hold>, ReleaseOnDrop) {
+    let hold = Arc::new(Hold::default());
+    *hold.held.lock().unwrap() = true;
+    let held = mnemo::Engine::new(mnemo::service::Parts {
+        store: engine.store().clone(),
+        lexical: Arc::new(HeldLexical {
+            inner: engine.lexical().clone(),
+            hold: hold.clone(),
+        }),
+        vectors: engine.vectors().clone(),
+        embedder: engine.embedder().clone(),
+        policy: Arc::new(engine.policy().clone()),
+        clock: engine.clock().clone(),
+    });
+    (held, hold.clone(), ReleaseOnDrop(hold))
+}
+
+fn dev_app(engine: &mnemo::Engine, wait: std::time::Duration) -> axum::Router {
+    let state = mnemo::api::AppState::new(engine.clone(), mnemo::api::AuthMode::InsecureDev)
+        .with_erasure_wait(wait);
+    mnemo::api::app(state)
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_does_not_stop_its_erasure() {
+    use tower::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let admin = Actor::local("admin");
+    let base = engine_in(dir.path(), Arc::new(manual())).await;
+    populate(&base, &admin, "gina", "zqxgina").await;
+    base.commit().await.unwrap();
+    let (engine, hold, _release) = held(&base);
+    // Long enough that the request is still waiting when the client leaves.
+    let app = dev_app(&engine, std::time::Duration::from_secs(25));
+    let req = axum::http::Request::delete("/v1/users/gina")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let request = tokio::spawn(app.oneshot(req));
+    // The intent is committed and the erasure is inside the lexical step…
+    hold.until_entered(1).await;
+    // … when the client goes away (what a disconnect or the request timeout
+    // does to the handler's future).
+    request.abort();
+    assert!(request.await.unwrap_err().is_cancelled());
+    let v = engine.verify_erasure(&admin, "gina").await.unwrap();
+    assert_eq!(v.status, mnemo::erasure::ErasureStatus::InProgress, "{v:?}");
+    assert!(v.pending_erasure);
+    hold.release();
+    // What shutdown waits for.
+    engine.wait_erasures().await;
+    let v = engine.verify_erasure(&admin, "gina").await.unwrap();
+    assert!(v.erased, "{v:?}");
+    assert_eq!(v.status, mnemo::erasure::ErasureStatus::Erased);
+    assert_eq!(hold.entered(), 1);
+    assert_eq!(
+        files_containing(dir.path(), "zqxgina"),
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test]
+async fn a_second_delete_joins_the_running_erasure_and_threads_wait_for_it() {
+    use axum::http::{Method, StatusCode};
+    let dir = tempfile::tempdir().unwrap();
+    let admin = Actor::local("admin");
+    let base = engine_in(dir.path(), Arc::new(manual())).await;
+    populate(&base, &admin, "hank", "zqxhank").await;
+    let (engine, hold, _release) = held(&base);
+    let app = dev_app(&engine, std::time::Duration::from_millis(100));
+
+    // Not done within the wait: 202 with where to follow it.
+    let r = crate::api::call(&app, Method::DELETE, "/v1/users/hank", None, None).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    assert_eq!(r.body["status"], "in_progress");
+    assert_eq!(r.body["user_id"], "hank");
+    assert_eq!(r.body["status_url"], "/v1/users/hank/erasure");
+    assert_eq!(r.headers["location"], "/v1/users/hank/erasure");
+    let status = crate::api::call(&app, Method::GET, "/v1/users/hank/erasure", None, None).await;
+    assert_eq!(status.status, StatusCode::OK);
+    assert_eq!(status.body["status"], "in_progress", "{}", status.body);
+    assert_eq!(status.body["pending_erasure"], true);
+    assert_eq!(status.body["erased"], false);
+
+    // A second DELETE joins it: no second erasure starts.
+    let r = crate::api::call(&app, Method::DELETE, "/v1/users/hank", None, None).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    assert_eq!(engine.erasure_jobs().running(), 1);
+    hold.until_entered(1).await;
+
+    // A thread started now would outlive the erasure: refused like a memory write.
+    let r = crate::api::call(
+        &app,
+        Method::POST,
+        "/v1/threads",
+        None,
+        Some(serde_json::json!({"user_id": "hank", "goal": "zqxhanklate"})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "conflict");
+    let r = crate::api::call(
+        &app,
+        Method::POST,
+        "/v1/memories",
+        None,
+        Some(serde_json::json!({"user_id": "hank", "text": "zqxhanklate"})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+
+    // A caller waiting for the receipt joins too, and gets the running
+    // erasure's counts (a fresh erasure after it would count zero).
+    let joined = {
+        let engine = engine.clone();
+        let admin = admin.clone();
+        tokio::spawn(async move { engine.forget_user(&admin, "hank").await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    hold.release();
+    let receipt = joined.await.unwrap().unwrap();
+    assert_eq!(receipt.erased.memories, 6, "{receipt:?}");
+    assert_eq!(receipt.erased.threads, 1);
+    assert_eq!(hold.entered(), 1, "exactly one erasure ran");
+    engine.wait_erasures().await;
+    let status = crate::api::call(&app, Method::GET, "/v1/users/hank/erasure", None, None).await;
+    assert_eq!(status.body["status"], "erased", "{}", status.body);
+    assert_eq!(status.body["erased"], true);
+    assert_eq!(
+        files_containing(dir.path(), "zqxhank"),
+        Vec::<String>::new()
+    );
+
+    // Done within the wait: 200 with the receipt; threads are allowed again.
+    let app = dev_app(&engine, std::time::Duration::from_secs(20));
+    let r = crate::api::call(&app, Method::DELETE, "/v1/users/hank", None, None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["erased"]["memories"], 0);
+    let r = crate::api::call(
+        &app,
+        Method::POST,
+        "/v1/threads",
+        None,
+        Some(serde_json::json!({"user_id": "hank"})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let admin = Actor::local("admin");
+    populate(&engine, &admin, "ivy", "zqxivy").await;
+    engine.commit().await.unwrap();
+    // An intent whose task is gone (its node died, or it failed).
+    engine
+        .store()
+        .begin_erasure("default", "ivy", "admin", t0())
+        .await
+        .unwrap();
+    // The first pass only notes it: it may be another node's running erasure.
+    assert_eq!(engine.sweep_erasures().await.unwrap(), 0);
+    assert!(
+        engine
+            .verify_erasure(&admin, "ivy")
+            .await
+            .unwrap()
+            .pending_erasure,
+        "nothing was resumed yet"
+    );
+    let sweep = engine.spawn_erasure_sweep(std::time::Duration::from_millis(50));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let v = engine.verify_erasure(&admin, "ivy").await.unwrap();
+        if v.erased {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sweep did not resume it: {v:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    sweep.abort();
+    engine.wait_erasures().await;
+    assert_eq!(files_containing(dir.path(), "zqxivy"), Vec::<String>::new());
+    // Writes are accepted again.
+    engine
+        .add(&admin, vec![long_term("ivy", "ivy starts over")], false)
+        .await
+        .unwrap();
+}

@@ -17,6 +17,7 @@ mod forget;
 mod inspect;
 mod isolation;
 mod lifecycle;
+mod limits;
 mod llm;
 mod mcp;
 mod metrics;

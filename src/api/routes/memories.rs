@@ -24,16 +24,23 @@ pub struct MemoryInput {
     /// Defaults to `long_term`.
     pub tier: Option<Tier>,
     /// Required for working and long-term memory (a user key fills in its own);
-    /// absent for reference memory.
+    /// absent for reference memory. 1–256 bytes of UTF-8, any script, no
+    /// control, format (zero-width, bidi control) or separator characters.
+    #[schema(min_length = 1, max_length = 256)]
     pub user_id: Option<String>,
-    /// Required for working memory.
+    /// Required for working memory. Same characters as `user_id`.
+    #[schema(min_length = 1, max_length = 256)]
     pub thread_id: Option<String>,
+    /// At most `limits.max_text_bytes` bytes (policy; 32 KiB by default).
     pub text: String,
     pub kind: Option<Kind>,
     /// 0..=1; the policy default when absent.
     pub importance: Option<f32>,
     /// 0..=1; below the policy's threshold the memory is `pending`.
     pub confidence: Option<f32>,
+    /// Any JSON object: at most `limits.max_metadata_bytes` bytes as compact
+    /// JSON (64 KiB) and `limits.max_metadata_depth` levels deep (8; the
+    /// object is level 1).
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Metadata,
@@ -139,7 +146,9 @@ pub struct AddResponse {
         (status = 400, description = "Invalid input", body = ErrorBody),
         (status = 401, description = "Missing or invalid key", body = ErrorBody),
         (status = 403, description = "Another user's memory, or reference memory without an admin key", body = ErrorBody),
-        (status = 413, description = "Too many memories or text too long", body = ErrorBody),
+        (status = 409, description = "The user's data is being erased", body = ErrorBody),
+        (status = 413, description = "Too many memories, text too long or metadata too large", body = ErrorBody),
+        (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
         (status = 503, description = "Overloaded (Retry-After)", body = ErrorBody),
     ),
     security(("bearer" = []))

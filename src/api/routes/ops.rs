@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -36,11 +37,56 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
+/// How long a successful readiness check is reused: probes are
+/// unauthenticated, and each full check embeds a text.
+pub const READY_CACHE: Duration = Duration::from_secs(5);
+
+/// The last successful readiness check. Probes run one check at a time
+/// (the others wait for it and reuse its result), so a flood of probes costs
+/// one embedding per [`READY_CACHE`], not one each.
+#[derive(Default)]
+pub struct Readiness {
+    last_ok: tokio::sync::Mutex<Option<Instant>>,
+}
+
 /// The store answers, the indexes are open (reconciled at start) and the
-/// embedder embeds; 503 while shutting down.
+/// embedder embeds (checked at most every 5 s; a success is reused in
+/// between); 503 while shutting down.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
+    let mut checks = {
+        let mut last_ok = state.readiness.last_ok.lock().await;
+        if last_ok.is_some_and(|t| t.elapsed() < READY_CACHE) {
+            ["store", "indexes", "embedder"]
+                .into_iter()
+                .map(|c| (c.to_string(), "ok".to_string()))
+                .collect()
+        } else {
+            let checks = check_components(&state).await;
+            *last_ok = checks.values().all(|v| v == "ok").then(Instant::now);
+            checks
+        }
+    };
+    let shutting_down = state.shutting_down.load(Ordering::Relaxed);
+    if shutting_down {
+        checks.insert("server".to_string(), "shutting down".to_string());
+    }
+    let ready = !shutting_down && checks.values().all(|v| v == "ok");
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = Health {
+        status: if ready { "ready" } else { "not_ready" }.into(),
+        checks,
+    };
+    (status, Json(body)).into_response()
+}
+
+/// One full check of the store, the indexes and the embedder.
+async fn check_components(state: &AppState) -> BTreeMap<String, String> {
     let mut checks = BTreeMap::new();
     let store = match state.engine.store().get(Uuid::nil()).await {
         Ok(_) => "ok".to_string(),
@@ -63,21 +109,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         Err(_) => "embedding task failed".to_string(),
     };
     checks.insert("embedder".to_string(), embedder);
-    let shutting_down = state.shutting_down.load(Ordering::Relaxed);
-    if shutting_down {
-        checks.insert("server".to_string(), "shutting down".to_string());
-    }
-    let ready = !shutting_down && checks.values().all(|v| v == "ok");
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    let body = Health {
-        status: if ready { "ready" } else { "not_ready" }.into(),
-        checks,
-    };
-    (status, Json(body)).into_response()
+    checks
 }
 
 /// Prometheus exposition: the text format 0.0.4, or OpenMetrics 1.0 with

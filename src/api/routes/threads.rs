@@ -7,10 +7,11 @@ use axum::http::StatusCode;
 use uuid::Uuid;
 
 use crate::agent::threads::{
-    AppendMessage, CreateThread, PromptRequest, PromptResponse, ThreadView, TurnReply, TurnRequest,
+    AppendMessage, CreateThread, HistoryPage, PromptRequest, PromptResponse, ThreadView, TurnReply,
+    TurnRequest,
 };
 use crate::api::auth::Auth;
-use crate::api::error::{ErrorBody, Json};
+use crate::api::error::{ErrorBody, Json, Query};
 use crate::api::AppState;
 use crate::domain::thread::{Message, Thread};
 use crate::error::Result;
@@ -24,6 +25,10 @@ use crate::error::Result;
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "A user key naming another user", body = ErrorBody),
+        (status = 409, description = "`conflict`: the user's data is being erased (retry when the erasure has completed); \
+            `quota_exceeded`: the user has limits.max_threads_per_user threads", body = ErrorBody),
+        (status = 413, description = "goal over limits.max_text_bytes", body = ErrorBody),
+        (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -36,14 +41,18 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(thread)))
 }
 
-/// The thread's working memory: pinned goal, summary, recent messages.
+/// The thread's working memory: pinned goal, summary, and one page of its
+/// messages (the newest `limit`, default and at most 200; `before` pages
+/// back, `include_compacted` through the whole history).
 #[utoipa::path(
     get, path = "/v1/threads/{id}", tag = "threads",
-    params(("id" = Uuid, Path, description = "Thread id")),
+    params(("id" = Uuid, Path, description = "Thread id"), HistoryPage),
     responses(
         (status = 200, body = ThreadView),
+        (status = 400, description = "limit outside 1..=200, or an unknown parameter", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -51,8 +60,9 @@ pub async fn get(
     State(state): State<AppState>,
     Auth(actor): Auth,
     Path(id): Path<Uuid>,
+    Query(page): Query<HistoryPage>,
 ) -> Result<Json<ThreadView>> {
-    Ok(Json(state.agent.view(&actor, id).await?))
+    Ok(Json(state.agent.view_page(&actor, id, &page).await?))
 }
 
 /// Append a message (agents running their own model). Tool results are kept

@@ -1,24 +1,51 @@
 //! `DELETE /v1/users/{user_id}`: "forget all my data". Erases every trace of
 //! the user in the key's tenant from every store (irreversible); a user key
-//! may only erase itself. `GET /v1/users/{user_id}/erasure` verifies it.
+//! may only erase itself. `GET /v1/users/{user_id}/erasure` verifies it and
+//! says how far a running erasure is.
+//!
+//! The DELETE records the intent and hands the erasure to a tracked task
+//! ([`crate::Engine::start_erasure`]), then waits a short while
+//! ([`crate::api::AppState::erasure_wait`], 2 s by default, `erasure_wait_secs`): done by then,
+//! 200 with the receipt; otherwise 202 with the status URL (also in
+//! `Location`). A client that disconnects, or the request timeout, never cuts
+//! an erasure short; a second DELETE while one runs joins it.
 
 use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::api::auth::Auth;
 use crate::api::error::{ErrorBody, Json};
 use crate::api::AppState;
-use crate::erasure::{ErasureReceipt, ErasureVerification};
+use crate::erasure::{ErasureReceipt, ErasureStatus, ErasureVerification};
 use crate::error::Result;
 
-/// Erase a user's memories, history, index entries and cached embeddings.
+/// An erasure still running when the DELETE answered (202).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErasureAccepted {
+    pub user_id: String,
+    /// Always `in_progress`.
+    pub status: ErasureStatus,
+    /// Where to follow it: `GET` answers `status: erased` once it is done.
+    pub status_url: String,
+}
+
+/// Erase a user's memories, threads, history, index entries and cached
+/// embeddings. Idempotent: a DELETE while the user's erasure runs joins it.
 #[utoipa::path(
     delete, path = "/v1/users/{user_id}", tag = "users",
     params(("user_id" = String, Path, description = "User id")),
     responses(
         (status = 200, description = "Erased; the receipt counts what was removed", body = ErasureReceipt),
+        (status = 202, description = "Recorded and running; it completes whatever the client does. \
+            Follow `status_url` (also in `Location`)", body = ErasureAccepted),
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "A user key naming another user", body = ErrorBody),
+        (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
+        (status = 503, description = "The erasure failed and stays recorded; it is retried automatically", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -26,12 +53,31 @@ pub async fn forget_user(
     State(state): State<AppState>,
     Auth(actor): Auth,
     Path(user_id): Path<String>,
-) -> Result<Json<ErasureReceipt>> {
-    Ok(Json(state.engine.forget_user(&actor, &user_id).await?))
+) -> Result<Response> {
+    let job = state.engine.start_erasure(&actor, &user_id).await?;
+    let user = job.user_id().to_string();
+    match job.wait(Some(state.erasure_wait)).await? {
+        Some(receipt) => Ok(Json(receipt).into_response()),
+        None => {
+            let status_url = format!("/v1/users/{}/erasure", encode_segment(&user));
+            let location = HeaderValue::from_str(&status_url).ok();
+            let body = ErasureAccepted {
+                user_id: user,
+                status: ErasureStatus::InProgress,
+                status_url,
+            };
+            let mut response = (StatusCode::ACCEPTED, Json(body)).into_response();
+            if let Some(l) = location {
+                response.headers_mut().insert(header::LOCATION, l);
+            }
+            Ok(response)
+        }
+    }
 }
 
 /// Verify an erasure: what every store still holds of the user (all zero,
-/// `erased: true`, after `DELETE /v1/users/{user_id}`).
+/// `erased: true`, `status: erased`, after `DELETE /v1/users/{user_id}`);
+/// `status: in_progress` while it runs.
 #[utoipa::path(
     get, path = "/v1/users/{user_id}/erasure", tag = "users",
     params(("user_id" = String, Path, description = "User id")),
@@ -40,6 +86,7 @@ pub async fn forget_user(
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "A user key naming another user", body = ErrorBody),
+        (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -49,4 +96,28 @@ pub async fn verify_erasure(
     Path(user_id): Path<String>,
 ) -> Result<Json<ErasureVerification>> {
     Ok(Json(state.engine.verify_erasure(&actor, &user_id).await?))
+}
+
+/// Percent-encodes a path segment (everything but RFC 3986's unreserved
+/// characters), so a status URL is valid whatever the user id holds.
+fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn status_urls_encode_the_user_id() {
+        assert_eq!(super::encode_segment("ann"), "ann");
+        assert_eq!(super::encode_segment("a b/c@d"), "a%20b%2Fc%40d");
+        assert_eq!(super::encode_segment("李"), "%E6%9D%8E");
+    }
 }

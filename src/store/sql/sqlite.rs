@@ -26,7 +26,7 @@ impl SqliteStore {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
+            .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10))
             .pragma("secure_delete", "ON")
             // 16 MiB of page cache per connection (SQLite's default is 2 MB)
