@@ -330,7 +330,6 @@ pub fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-
 /// Paths no route matches: 404, counted under the `unmatched` route label.
 async fn no_route(State(state): State<AppState>, method: Method, uri: Uri) -> Error {
     let status = crate::error::ErrorCode::NotFound.http_status();

@@ -1386,13 +1386,24 @@ async fn no_memory_lands_for_a_user_being_erased(b: Backend) {
     s.cache_embeddings(&owner(None), "m", &entry, None)
         .await
         .unwrap();
+    // Nor a thread (on every node: the guard is in the insert's transaction).
+    let carols_thread = thread("carol");
+    let refused = s.insert_thread(&carols_thread).await;
+    assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+    assert!(s
+        .get_thread("default", carols_thread.id)
+        .await
+        .unwrap()
+        .is_none());
     // Other users, and reference memories, are not held up.
+    s.insert_thread(&thread("dan")).await.unwrap();
     insert(s, &[memory(Some("dan"), Tier::LongTerm, "dan is fine")]).await;
     insert(s, &[memory(None, Tier::Reference, "a reference")]).await;
     s.complete_erasure("default", "carol", &serde_json::json!({}), "admin", t0())
         .await
         .unwrap();
     insert(s, &[carol]).await;
+    s.insert_thread(&carols_thread).await.unwrap();
 }
 
 async fn threads_messages_payloads_round_trip(b: Backend) {

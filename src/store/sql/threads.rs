@@ -7,20 +7,27 @@ use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row as _};
 use uuid::Uuid;
 
-use super::rows::{row_to_message, row_to_thread};
+use super::rows::{guard_users, row_to_message, row_to_thread};
 use super::D;
 use crate::domain::thread::{
     ExtractionState, Message, MessageRole, NewMessage, Payload, Summary, Thread,
 };
 use crate::error::{Error, Result};
 use crate::store::sql::{
-    conflict_if_duplicate, json_text, ms, parse_uuid, SqlStore, MESSAGE_COLUMNS, THREAD_COLUMNS,
+    conflict_if_duplicate, json_text, ms, parse_uuid, GuardAt, SqlStore, MESSAGE_COLUMNS,
+    THREAD_COLUMNS,
 };
 use crate::store::ThreadStore;
 
 #[async_trait]
 impl ThreadStore for SqlStore<D> {
     async fn insert_thread(&self, t: &Thread) -> Result<()> {
+        // The same erasure guard as memory writes, inside the insert's
+        // transaction: a thread is either created before an erasure (and
+        // erased with the user) or refused with 409, on every node.
+        let mut tx = self.pool.begin().await?;
+        let user = [(t.tenant_id.as_str(), t.user_id.as_str())];
+        guard_users(&mut tx, &user, GuardAt::BeforeWrites).await?;
         sqlx::query(
             "INSERT INTO threads (id, tenant_id, user_id, goal, summary, summary_upto_seq, \
              created_at, updated_at, last_activity_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -34,9 +41,11 @@ impl ThreadStore for SqlStore<D> {
         .bind(ms(t.created_at))
         .bind(ms(t.updated_at))
         .bind(ms(t.last_activity_at))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(|e| conflict_if_duplicate(e, || format!("thread {}", t.id)))?;
+        guard_users(&mut tx, &user, GuardAt::AfterWrites).await?;
+        tx.commit().await?;
         Ok(())
     }
 
