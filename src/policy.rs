@@ -67,17 +67,17 @@ pub struct ModelCalibration {
 impl ModelCalibration {
     /// all-MiniLM-L6-v2 (measured: README, "Similarity thresholds per model").
     pub const ALL_MINILM_L6_V2: ModelCalibration = ModelCalibration {
-        unrelated_cosine: 0.05,
+        unrelated_cosine: 0.1,
         min_vector_similarity: 0.15,
         reinforce_min_similarity: 0.85,
         correction_min_similarity: 0.5,
     };
     /// multilingual-e5-small (measured: README, "Similarity thresholds per model").
     pub const MULTILINGUAL_E5_SMALL: ModelCalibration = ModelCalibration {
-        unrelated_cosine: 0.75,
-        min_vector_similarity: 0.8,
-        reinforce_min_similarity: 0.94,
-        correction_min_similarity: 0.87,
+        unrelated_cosine: 0.78,
+        min_vector_similarity: 0.79,
+        reinforce_min_similarity: 0.92,
+        correction_min_similarity: 0.86,
     };
 }
 

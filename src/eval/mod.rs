@@ -125,9 +125,9 @@ pub struct SearchParams {
 pub enum Variant {
     Preset(Preset),
     /// A policy file run as the full pipeline with its ranking (fusion, decay
-    /// floor, importance weight, min score; the file's calibration table of
-    /// the engine's model). Half-lives, candidate counts and the vector
-    /// similarity floor are the engine's (base) policy.
+    /// floor, importance weight, min score). The embedding model and its
+    /// calibration, half-lives, candidate counts and the vector similarity
+    /// floor are the engine's (base) policy.
     Config {
         label: String,
         path: PathBuf,
@@ -188,10 +188,10 @@ impl Variant {
                 decay: true,
             },
             Variant::Config { policy, .. } => {
-                // The file's ranking for the model the engine runs (its
-                // calibration table, not the file's default model's).
+                // The file's ranking with the engine's model and its
+                // calibration (not the file's default model's).
                 let mut p = (**policy).clone();
-                p.embedding.model = base.embedding.model.clone();
+                p.embedding = base.embedding.clone();
                 SearchParams {
                     legs: Legs::Hybrid,
                     ranking: p.ranking(),
