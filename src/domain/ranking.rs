@@ -169,7 +169,7 @@ pub fn dbsf_normalise(scores: &[f32]) -> Vec<f32> {
         .sum::<f64>()
         / (n - 1) as f64;
     let sd = var.sqrt();
-    if !(sd > f64::EPSILON * mean.abs().max(1.0)) {
+    if sd.is_nan() || sd <= f64::EPSILON * mean.abs().max(1.0) {
         return vec![0.5; n];
     }
     let low = mean - 3.0 * sd;
@@ -188,7 +188,7 @@ pub fn min_max_normalise(scores: &[f32]) -> Vec<f32> {
             (lo.min(*s), hi.max(*s))
         });
     let spread = max - min;
-    if !(spread > f32::EPSILON * max.abs().max(1.0)) {
+    if spread.is_nan() || spread <= f32::EPSILON * max.abs().max(1.0) {
         return vec![1.0; scores.len()];
     }
     scores

@@ -256,6 +256,9 @@ pub async fn run_set(
     Ok((info, runs))
 }
 
+/// Embedding-cache entries: (text hash, vector).
+type CacheEntries = Vec<(String, Vec<f32>)>;
+
 /// What ingest gives back besides the indexed corpus.
 struct Ingested {
     /// Seconds from the first write to an optimised index.
@@ -263,7 +266,7 @@ struct Ingested {
     /// Document embeddings that came from the persistent cache.
     seeded: usize,
     /// Embeddings the store computed (to add to the persistent cache).
-    learned: Vec<(String, Vec<f32>)>,
+    learned: CacheEntries,
     /// Each document's vector, in corpus order (`None` if the store has none).
     doc_vectors: Vec<Option<Vec<f32>>>,
 }
@@ -366,7 +369,7 @@ fn measure_similarity(
     memo: &QueryMemo,
     doc_vectors: &[Option<Vec<f32>>],
     cache: Option<&EmbeddingCache>,
-) -> Result<(Similarity, Vec<(String, Vec<f32>)>)> {
+) -> Result<(Similarity, CacheEntries)> {
     let index: HashMap<&str, usize> = set
         .docs
         .iter()
