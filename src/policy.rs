@@ -188,7 +188,7 @@ pub struct FusionPolicy {
 impl Default for FusionPolicy {
     fn default() -> Self {
         FusionPolicy {
-            method: FusionKind::Weighted,
+            method: FusionKind::Calibrated,
             rrf_k: 60.0,
             lexical_weight: 1.0,
             vector_weight: 1.0,
