@@ -940,12 +940,16 @@ pub struct EvalArgs {
     /// Recall cut-offs.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
     pub k: Vec<usize>,
-    /// Paired comparison `A,B` (preset names or config stems); default: the first two runs.
+    /// Paired comparison `A,B` (preset names or config stems), reporting B − A;
+    /// repeatable; default: the first two runs.
     #[arg(long)]
-    pub compare: Option<String>,
+    pub compare: Vec<String>,
     /// Where report.json, report.md and report.html go.
     #[arg(long)]
     pub out: PathBuf,
+    /// Stop at the first bad line of a set (default: leave it out and count it in the report).
+    #[arg(long)]
+    pub strict: bool,
     /// Persistent document-embedding cache
     /// (default: $XDG_CACHE_HOME/mnemo or ~/.cache/mnemo, else <out>/.cache).
     #[arg(long)]
@@ -985,13 +989,14 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
     for c in &a.configs {
         variants.push(Variant::config(c)?);
     }
-    let compare = match a.compare.as_deref() {
-        None => None,
-        Some(s) => match s.split_once(',') {
-            Some((x, y)) => Some((x.trim().to_string(), y.trim().to_string())),
-            None => bail!("--compare takes two labels, `A,B`"),
-        },
-    };
+    let compare = a
+        .compare
+        .iter()
+        .map(|s| match s.split_once(',') {
+            Some((x, y)) => Ok((x.trim().to_string(), y.trim().to_string())),
+            None => Err(anyhow::anyhow!("--compare takes two labels, `A,B`")),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     ensure_assets(g)?;
     let embedder = open::load_embedder_for(&g.assets_dir, &g.policy()?)?;
     let cache_dir = a.cache_dir.clone().unwrap_or_else(|| {
@@ -1007,6 +1012,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
     config.group_by = a.group_by;
     config.ks = a.k;
     config.compare = compare;
+    config.strict = a.strict;
     config.policy = g.policy()?;
     config.cache_dir = Some(cache_dir);
     let started = std::time::Instant::now();

@@ -29,7 +29,12 @@ pub struct Policy {
     pub embedding: EmbeddingPolicy,
 }
 
-/// Which embedding model embeds memories and queries.
+/// Which embedding model embeds memories and queries, and what "similar"
+/// means for each model: cosine similarities are not comparable between
+/// models (all-MiniLM-L6-v2 puts unrelated texts near 0.0–0.15,
+/// multilingual-e5-small near 0.7–0.8), so every threshold on a cosine is
+/// stated per model, in `[embedding.<model>]`, and the configured model's
+/// table is the one in force.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddingPolicy {
@@ -37,17 +42,73 @@ pub struct EmbeddingPolicy {
     /// `--embedding-model` / `MNEMO_EMBEDDING_MODEL`. Changing it needs a
     /// `mnemo reindex` (vectors of different models are not comparable).
     pub model: String,
+    #[serde(rename = "all-minilm-l6-v2")]
+    pub all_minilm_l6_v2: ModelCalibration,
+    #[serde(rename = "multilingual-e5-small")]
+    pub multilingual_e5_small: ModelCalibration,
+}
+
+/// What a cosine means for one model: its level for unrelated texts and
+/// the thresholds on it (each 0..1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelCalibration {
+    /// The typical (median) cosine between a query and an unrelated text:
+    /// the zero of the vector leg in `calibrated` fusion.
+    pub unrelated_cosine: f32,
+    /// Vector candidates below this are dropped before fusion.
+    pub min_vector_similarity: f32,
+    /// "Same fact" (reinforcement) needs at least this.
+    pub reinforce_min_similarity: f32,
+    /// A correction supersedes a memory at least this similar.
+    pub correction_min_similarity: f32,
+}
+
+impl ModelCalibration {
+    /// all-MiniLM-L6-v2 (measured: README, "Similarity thresholds per model").
+    pub const ALL_MINILM_L6_V2: ModelCalibration = ModelCalibration {
+        unrelated_cosine: 0.1,
+        min_vector_similarity: 0.15,
+        reinforce_min_similarity: 0.85,
+        correction_min_similarity: 0.5,
+    };
+    /// multilingual-e5-small (measured: README, "Similarity thresholds per model").
+    pub const MULTILINGUAL_E5_SMALL: ModelCalibration = ModelCalibration {
+        unrelated_cosine: 0.78,
+        min_vector_similarity: 0.79,
+        reinforce_min_similarity: 0.92,
+        correction_min_similarity: 0.86,
+    };
 }
 
 impl Default for EmbeddingPolicy {
     fn default() -> Self {
         EmbeddingPolicy {
             model: crate::embed::assets::default_model().name.to_string(),
+            all_minilm_l6_v2: ModelCalibration::ALL_MINILM_L6_V2,
+            multilingual_e5_small: ModelCalibration::MULTILINGUAL_E5_SMALL,
         }
     }
 }
 
 impl EmbeddingPolicy {
+    /// The thresholds stated for `model` (a model name), if any.
+    pub fn thresholds_for(&self, model: &str) -> Option<&ModelCalibration> {
+        match model {
+            "all-minilm-l6-v2" => Some(&self.all_minilm_l6_v2),
+            "multilingual-e5-small" => Some(&self.multilingual_e5_small),
+            _ => None,
+        }
+    }
+
+    /// The configured model's thresholds. A validated policy always has
+    /// them; an unvalidated one with an unknown model gets the default
+    /// model's.
+    pub fn thresholds(&self) -> &ModelCalibration {
+        self.thresholds_for(&self.model)
+            .unwrap_or(&self.all_minilm_l6_v2)
+    }
+
     /// The configured model's spec.
     pub fn model_spec(&self) -> Result<&'static crate::embed::assets::ModelSpec> {
         crate::embed::assets::model_by_name(&self.model).ok_or_else(|| Error::Config {
@@ -104,7 +165,6 @@ pub struct RetrievalPolicy {
     pub max_top_k: usize,
     pub candidate_multiplier: usize,
     pub min_candidates: usize,
-    pub min_vector_similarity: f32,
     pub min_score: f32,
     pub fusion: FusionPolicy,
 }
@@ -116,7 +176,6 @@ impl Default for RetrievalPolicy {
             max_top_k: 100,
             candidate_multiplier: 4,
             min_candidates: 50,
-            min_vector_similarity: 0.15,
             min_score: 0.0,
             fusion: FusionPolicy::default(),
         }
@@ -128,6 +187,9 @@ impl Default for RetrievalPolicy {
 pub enum FusionKind {
     Rrf,
     Weighted,
+    Dbsf,
+    MinMax,
+    Calibrated,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,7 +204,7 @@ pub struct FusionPolicy {
 impl Default for FusionPolicy {
     fn default() -> Self {
         FusionPolicy {
-            method: FusionKind::Weighted,
+            method: FusionKind::Calibrated,
             rrf_k: 60.0,
             lexical_weight: 1.0,
             vector_weight: 1.0,
@@ -151,7 +213,8 @@ impl Default for FusionPolicy {
 }
 
 impl FusionPolicy {
-    pub fn method(&self) -> FusionMethod {
+    /// The fusion method; `unrelated_cosine` is the model's (for `calibrated`).
+    pub fn method(&self, unrelated_cosine: f32) -> FusionMethod {
         match self.method {
             FusionKind::Rrf => FusionMethod::Rrf {
                 k: self.rrf_k,
@@ -161,6 +224,19 @@ impl FusionPolicy {
             FusionKind::Weighted => FusionMethod::Weighted {
                 lexical_weight: self.lexical_weight,
                 vector_weight: self.vector_weight,
+            },
+            FusionKind::Dbsf => FusionMethod::Dbsf {
+                lexical_weight: self.lexical_weight,
+                vector_weight: self.vector_weight,
+            },
+            FusionKind::MinMax => FusionMethod::MinMax {
+                lexical_weight: self.lexical_weight,
+                vector_weight: self.vector_weight,
+            },
+            FusionKind::Calibrated => FusionMethod::Calibrated {
+                lexical_weight: self.lexical_weight,
+                vector_weight: self.vector_weight,
+                unrelated_cosine,
             },
         }
     }
@@ -378,11 +454,9 @@ pub struct LifecyclePolicy {
     pub deleted_retention_days: u32,
     pub sweep_interval_secs: u64,
     pub reinforce_duplicates: bool,
-    pub reinforce_min_similarity: f32,
     pub reinforce_min_overlap: f32,
     pub reinforce_importance_step: f32,
     pub detect_corrections: bool,
-    pub correction_min_similarity: f32,
     pub correction_min_overlap: f32,
 }
 
@@ -397,11 +471,9 @@ impl Default for LifecyclePolicy {
             deleted_retention_days: 30,
             sweep_interval_secs: 3600,
             reinforce_duplicates: true,
-            reinforce_min_similarity: 0.85,
             reinforce_min_overlap: 0.6,
             reinforce_importance_step: 0.05,
             detect_corrections: true,
-            correction_min_similarity: 0.5,
             correction_min_overlap: 0.25,
         }
     }
@@ -440,22 +512,6 @@ impl CleanupPolicy {
             heat_weight: self.heat_weight,
             age_weight: self.age_weight,
             age_half_life_days: self.age_half_life_days,
-        }
-    }
-}
-
-impl LifecyclePolicy {
-    pub fn match_rule(&self) -> crate::lifecycle::MatchRule {
-        crate::lifecycle::MatchRule {
-            min_similarity: self.reinforce_min_similarity,
-            min_overlap: self.reinforce_min_overlap,
-        }
-    }
-
-    pub fn correction_rule(&self) -> crate::lifecycle::CorrectionRule {
-        crate::lifecycle::CorrectionRule {
-            min_similarity: self.correction_min_similarity,
-            min_overlap: self.correction_min_overlap,
         }
     }
 }
@@ -506,6 +562,13 @@ fn non_negative(key: &str, v: f64) -> Result<()> {
     Ok(())
 }
 
+/// Keys that moved from `[retrieval]` / `[lifecycle]` to `[embedding.<model>]`.
+const MOVED_TO_EMBEDDING: [&str; 3] = [
+    "min_vector_similarity",
+    "reinforce_min_similarity",
+    "correction_min_similarity",
+];
+
 impl Policy {
     /// Parses and validates a policy file's text.
     pub fn from_toml(text: &str) -> Result<Self> {
@@ -523,10 +586,18 @@ impl Policy {
                 }
                 None => "memory_policies.toml".into(),
             };
-            Error::Config {
-                key,
-                message: e.message().to_string(),
+            let mut message = e.message().to_string();
+            if MOVED_TO_EMBEDDING
+                .iter()
+                .any(|k| message.contains(&format!("`{k}`")))
+            {
+                message.push_str(
+                    " (similarity thresholds are stated per model since they mean different \
+                     things per model: move it to [embedding.<model>], e.g. \
+                     [embedding.all-minilm-l6-v2])",
+                );
             }
+            Error::Config { key, message }
         })?;
         policy.validate()?;
         Ok(policy)
@@ -578,10 +649,6 @@ impl Policy {
         positive(
             "retrieval.candidate_multiplier",
             r.candidate_multiplier as f64,
-        )?;
-        unit(
-            "retrieval.min_vector_similarity",
-            r.min_vector_similarity as f64,
         )?;
         unit("retrieval.min_score", r.min_score as f64)?;
         positive("retrieval.fusion.rrf_k", r.fusion.rrf_k as f64)?;
@@ -642,20 +709,12 @@ impl Policy {
             lc.sweep_interval_secs as f64,
         )?;
         unit(
-            "lifecycle.reinforce_min_similarity",
-            lc.reinforce_min_similarity as f64,
-        )?;
-        unit(
             "lifecycle.reinforce_min_overlap",
             lc.reinforce_min_overlap as f64,
         )?;
         unit(
             "lifecycle.reinforce_importance_step",
             lc.reinforce_importance_step as f64,
-        )?;
-        unit(
-            "lifecycle.correction_min_similarity",
-            lc.correction_min_similarity as f64,
         )?;
         unit(
             "lifecycle.correction_min_overlap",
@@ -699,7 +758,24 @@ impl Policy {
         )?;
         positive("jobs.batch_size", self.jobs.batch_size as f64)?;
         positive("jobs.lease_secs", self.jobs.lease_secs as f64)?;
-        self.embedding.model_spec()?;
+        let e = &self.embedding;
+        e.model_spec()?;
+        for spec in crate::embed::assets::MODELS {
+            let Some(t) = e.thresholds_for(spec.name) else {
+                return Err(Error::Config {
+                    key: format!("embedding.{}", spec.name),
+                    message: "no similarity thresholds are stated for this model".into(),
+                });
+            };
+            for (field, v) in [
+                ("unrelated_cosine", t.unrelated_cosine),
+                ("min_vector_similarity", t.min_vector_similarity),
+                ("reinforce_min_similarity", t.reinforce_min_similarity),
+                ("correction_min_similarity", t.correction_min_similarity),
+            ] {
+                unit(&format!("embedding.{}.{field}", spec.name), v as f64)?;
+            }
+        }
         Ok(())
     }
 
@@ -713,10 +789,37 @@ impl Policy {
 
     pub fn ranking(&self) -> RankingParams {
         RankingParams {
-            fusion: self.retrieval.fusion.method(),
+            fusion: self
+                .retrieval
+                .fusion
+                .method(self.embedding.thresholds().unrelated_cosine),
             decay_floor: self.decay.floor,
             importance_weight: self.decay.importance_weight,
             min_score: self.retrieval.min_score,
+        }
+    }
+
+    /// Vector candidates below this cosine are dropped before fusion (the
+    /// configured model's `[embedding.<model>] min_vector_similarity`).
+    pub fn min_vector_similarity(&self) -> f32 {
+        self.embedding.thresholds().min_vector_similarity
+    }
+
+    /// "Same fact": the configured model's similarity threshold and the
+    /// lifecycle's word overlap.
+    pub fn match_rule(&self) -> crate::lifecycle::MatchRule {
+        crate::lifecycle::MatchRule {
+            min_similarity: self.embedding.thresholds().reinforce_min_similarity,
+            min_overlap: self.lifecycle.reinforce_min_overlap,
+        }
+    }
+
+    /// "Corrects": the configured model's similarity threshold and the
+    /// lifecycle's word overlap.
+    pub fn correction_rule(&self) -> crate::lifecycle::CorrectionRule {
+        crate::lifecycle::CorrectionRule {
+            min_similarity: self.embedding.thresholds().correction_min_similarity,
+            min_overlap: self.lifecycle.correction_min_overlap,
         }
     }
 
@@ -759,6 +862,73 @@ mod tests {
     }
 
     #[test]
+    fn thresholds_follow_the_configured_model() {
+        let mini = Policy::default();
+        assert_eq!(mini.embedding.model, "all-minilm-l6-v2");
+        assert_eq!(
+            mini.min_vector_similarity(),
+            ModelCalibration::ALL_MINILM_L6_V2.min_vector_similarity
+        );
+        let mut e5 = Policy::default();
+        e5.embedding.model = "multilingual-e5-small".into();
+        e5.validate().unwrap();
+        let t = &ModelCalibration::MULTILINGUAL_E5_SMALL;
+        assert_eq!(e5.min_vector_similarity(), t.min_vector_similarity);
+        assert_eq!(e5.match_rule().min_similarity, t.reinforce_min_similarity);
+        assert_eq!(
+            e5.correction_rule().min_similarity,
+            t.correction_min_similarity
+        );
+        assert_ne!(e5.match_rule(), mini.match_rule());
+        // The overlap half of each rule is the lifecycle's, whatever the model.
+        assert_eq!(e5.match_rule().min_overlap, mini.match_rule().min_overlap);
+        // Every known model has a table.
+        for spec in crate::embed::assets::MODELS {
+            assert!(
+                mini.embedding.thresholds_for(spec.name).is_some(),
+                "{}",
+                spec.name
+            );
+        }
+        let p = Policy::from_toml(
+            "[embedding]\nmodel = \"multilingual-e5-small\"\n\
+             [embedding.multilingual-e5-small]\nunrelated_cosine = 0.7\nmin_vector_similarity = 0.81\n\
+             reinforce_min_similarity = 0.95\ncorrection_min_similarity = 0.88\n",
+        )
+        .unwrap();
+        assert_eq!(p.min_vector_similarity(), 0.81);
+        let mut p = p;
+        p.retrieval.fusion.method = FusionKind::Calibrated;
+        assert_eq!(
+            p.ranking().fusion,
+            FusionMethod::Calibrated {
+                lexical_weight: 1.0,
+                vector_weight: 1.0,
+                unrelated_cosine: 0.7
+            }
+        );
+        let err = Policy::from_toml(
+            "[embedding.multilingual-e5-small]\nunrelated_cosine = 0.7\nmin_vector_similarity = 1.5\n\
+             reinforce_min_similarity = 0.95\ncorrection_min_similarity = 0.88\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("embedding.multilingual-e5-small.min_vector_similarity"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_threshold_in_its_old_place_says_where_it_went() {
+        let err = Policy::from_toml("[retrieval]\nmin_vector_similarity = 0.2\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("[embedding.<model>]"), "{msg}");
+        let err = Policy::from_toml("[lifecycle]\nreinforce_min_similarity = 0.9\n").unwrap_err();
+        assert!(err.to_string().contains("per model"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_are_errors_that_name_the_key() {
         let err = Policy::from_toml("[retrieval]\ndefault_topk = 3\n").unwrap_err();
         let msg = err.to_string();
@@ -777,5 +947,10 @@ mod tests {
         );
         let err = Policy::from_toml("[retrieval.fusion]\nmethod = \"max\"\n").unwrap_err();
         assert!(err.to_string().contains("max"), "{err}");
+        for method in ["dbsf", "min_max", "rrf", "weighted", "calibrated"] {
+            let p =
+                Policy::from_toml(&format!("[retrieval.fusion]\nmethod = \"{method}\"\n")).unwrap();
+            assert_eq!(p.ranking().fusion.name(), method);
+        }
     }
 }

@@ -932,7 +932,7 @@ impl Engine {
             let embedder = self.0.embedder.clone();
             let vectors = self.0.vectors.clone();
             let (q, f) = (query.clone(), filter.clone());
-            let min_sim = policy.retrieval.min_vector_similarity;
+            let min_sim = policy.min_vector_similarity();
             blocking(move || {
                 let t = Instant::now();
                 let v = embedder.embed_query(&q)?;

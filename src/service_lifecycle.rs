@@ -272,11 +272,13 @@ impl Engine {
                 .collect();
             near.sort_by(|a, b| b.1.total_cmp(&a.1));
 
-            let is_fact = |s: &Memory, sim: f32| same_fact(sim, &m.text, &s.text, lc.match_rule());
+            let is_fact =
+                |s: &Memory, sim: f32| same_fact(sim, &m.text, &s.text, policy.match_rule());
             if lc.detect_corrections && m.status == Status::Active {
                 if let Some(cue) = correction_cue(&m.text) {
                     let target = near.iter().find(|(s, sim)| {
-                        corrects(*sim, &m.text, &s.text, lc.correction_rule()) && !is_fact(s, *sim)
+                        corrects(*sim, &m.text, &s.text, policy.correction_rule())
+                            && !is_fact(s, *sim)
                     });
                     if let Some((old, _)) = target {
                         let old = old.clone();

@@ -3,11 +3,27 @@
 //! feeds them candidates and memories, the policy feeds them parameters.
 //!
 //! ```text
-//! fused      = RRF or weighted combination, normalised to 0..=1
+//! fused      = Σ over legs of wᵢ · normᵢ(score) / Σ active wᵢ           (0..=1)
+//!              normᵢ: dbsf    clamp((s - (μ - 3σ)) / 6σ, 0, 1)   μ, σ of the leg's candidates
+//!                     min_max (s - min) / (max - min)             over the leg's candidates
+//!                     calibrated bm25 / max(bm25), clamp((cos - u) / (1 - u), 0, 1)
+//!                             u = the model's query–unrelated-text cosine (per model)
+//!                     weighted bm25 / max(bm25), raw max(cos, 0)  (calibrated with u = 0)
+//!                     rrf     (k + 1) / (k + rank)                ranks only
 //! decay      = floor + (1 - floor) · 0.5^(age / half_life)      (1 when no half-life)
 //! importance = 1 + weight · (2 · importance - 1)                (1 at importance 0.5)
 //! final      = fused · decay · importance
 //! ```
+//!
+//! `dbsf` and `min_max` are *scale-free* within a query: an affine change of
+//! one leg's scores (a model whose unrelated texts score 0.7 instead of 0.0,
+//! a BM25 whose scores grow with the corpus) leaves the fused order
+//! unchanged, which `weighted` does not (it adds a raw cosine to a
+//! normalised BM25). They also stretch a leg that cannot tell its
+//! candidates apart over the whole 0..1. `calibrated` is scale-free across
+//! models instead: the cosine is measured against the model's own level for
+//! unrelated texts, so a shift of the model's cosines moves its calibration
+//! with it, and a leg without signal stays flat.
 
 use std::collections::HashMap;
 
@@ -23,16 +39,42 @@ use super::Memory;
 #[serde(tag = "method", rename_all = "snake_case")]
 pub enum FusionMethod {
     /// Reciprocal rank fusion: Σ wᵢ / (k + rankᵢ). Scale-free, robust to
-    /// score distributions that differ between legs.
+    /// score distributions that differ between legs; ignores score gaps.
     Rrf {
         k: f32,
         lexical_weight: f32,
         vector_weight: f32,
     },
     /// Normalised score combination: wₗ · bm25/max(bm25) + wᵥ · max(cos, 0).
+    /// Not scale-free: the cosine enters raw, so a model whose cosines are
+    /// compressed (e5: unrelated texts at 0.7–0.8) leaves the order to BM25.
     Weighted {
         lexical_weight: f32,
         vector_weight: f32,
+    },
+    /// Distribution-based score fusion (as Qdrant's `dbsf`): each leg's
+    /// scores mapped from mean ± 3 standard deviations of that leg's
+    /// candidates onto 0..1, clamped.
+    Dbsf {
+        lexical_weight: f32,
+        vector_weight: f32,
+    },
+    /// Each leg's scores mapped from its candidates' min..max onto 0..1.
+    MinMax {
+        lexical_weight: f32,
+        vector_weight: f32,
+    },
+    /// `weighted` with the cosine calibrated for the model:
+    /// wₗ · bm25/max(bm25) + wᵥ · clamp((cos − u) / (1 − u), 0, 1), where `u`
+    /// is the model's typical cosine between a query and an unrelated text
+    /// (`[embedding.<model>] unrelated_cosine`). Scale-free across models
+    /// (the calibration moves with the model), and a leg that cannot tell
+    /// candidates apart (MiniLM on Chinese: every cosine ≈ 0.99) is not
+    /// stretched into noise, as per-query normalisation would.
+    Calibrated {
+        lexical_weight: f32,
+        vector_weight: f32,
+        unrelated_cosine: f32,
     },
 }
 
@@ -47,7 +89,31 @@ impl FusionMethod {
             | FusionMethod::Weighted {
                 lexical_weight,
                 vector_weight,
+            }
+            | FusionMethod::Dbsf {
+                lexical_weight,
+                vector_weight,
+            }
+            | FusionMethod::MinMax {
+                lexical_weight,
+                vector_weight,
+            }
+            | FusionMethod::Calibrated {
+                lexical_weight,
+                vector_weight,
+                ..
             } => (lexical_weight, vector_weight),
+        }
+    }
+
+    /// The policy name of the method (`[retrieval.fusion] method`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FusionMethod::Rrf { .. } => "rrf",
+            FusionMethod::Weighted { .. } => "weighted",
+            FusionMethod::Dbsf { .. } => "dbsf",
+            FusionMethod::MinMax { .. } => "min_max",
+            FusionMethod::Calibrated { .. } => "calibrated",
         }
     }
 }
@@ -67,61 +133,138 @@ pub struct RankingParams {
     pub min_score: f32,
 }
 
+/// One leg's view of a fused candidate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LegScore {
+    /// The leg's raw score (BM25, or cosine similarity).
+    pub raw: f32,
+    /// 1-based rank within the leg.
+    pub rank: usize,
+    /// The share of the fused score this leg gave: wᵢ · normᵢ / Σ active w.
+    pub contribution: f32,
+}
+
 /// A fused candidate, before decay and importance.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fused {
     pub id: Uuid,
-    pub bm25: Option<(f32, usize)>,
-    pub vector: Option<(f32, usize)>,
+    pub bm25: Option<LegScore>,
+    pub vector: Option<LegScore>,
+    /// Σ of the legs' contributions, 0..=1.
     pub fused: f32,
 }
 
-/// Fuses two ranked candidate lists. Ranks are 1-based. The result is sorted
-/// by fused score, ties broken by id for determinism.
+/// Scores mapped onto 0..1 by mean ± 3σ (sample standard deviation) of the
+/// list, clamped. A list of fewer than two scores, or of equal scores, has no
+/// spread: every score maps to 0.5 (the middle of the distribution).
+pub fn dbsf_normalise(scores: &[f32]) -> Vec<f32> {
+    let n = scores.len();
+    if n < 2 {
+        return vec![0.5; n];
+    }
+    let mean = scores.iter().map(|s| f64::from(*s)).sum::<f64>() / n as f64;
+    let var = scores
+        .iter()
+        .map(|s| (f64::from(*s) - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1) as f64;
+    let sd = var.sqrt();
+    if sd.is_nan() || sd <= f64::EPSILON * mean.abs().max(1.0) {
+        return vec![0.5; n];
+    }
+    let low = mean - 3.0 * sd;
+    scores
+        .iter()
+        .map(|s| ((f64::from(*s) - low) / (6.0 * sd)).clamp(0.0, 1.0) as f32)
+        .collect()
+}
+
+/// Scores mapped onto 0..1 by the list's min..max. Equal scores (or one
+/// score) have no spread: every score maps to 1 (each is the list's best).
+pub fn min_max_normalise(scores: &[f32]) -> Vec<f32> {
+    let (min, max) = scores
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), s| {
+            (lo.min(*s), hi.max(*s))
+        });
+    let spread = max - min;
+    if spread.is_nan() || spread <= f32::EPSILON * max.abs().max(1.0) {
+        return vec![1.0; scores.len()];
+    }
+    scores
+        .iter()
+        .map(|s| ((s - min) / spread).clamp(0.0, 1.0))
+        .collect()
+}
+
+/// One leg's candidates normalised onto 0..1 by `method`, in list order.
+fn normalise_leg(candidates: &Candidates, method: FusionMethod, lexical: bool) -> Vec<f32> {
+    let scores: Vec<f32> = candidates.iter().map(|(_, s)| *s).collect();
+    match method {
+        FusionMethod::Rrf { k, .. } => (1..=scores.len())
+            .map(|rank| (k + 1.0) / (k + rank as f32))
+            .collect(),
+        FusionMethod::Weighted { .. } | FusionMethod::Calibrated { .. } if lexical => {
+            let max = scores.iter().copied().fold(0.0f32, f32::max);
+            scores
+                .iter()
+                .map(|s| if max > 0.0 { s / max } else { 0.0 })
+                .collect()
+        }
+        FusionMethod::Weighted { .. } => scores.iter().map(|s| s.max(0.0)).collect(),
+        FusionMethod::Calibrated {
+            unrelated_cosine: u,
+            ..
+        } => scores
+            .iter()
+            .map(|s| ((s - u) / (1.0 - u).max(f32::EPSILON)).clamp(0.0, 1.0))
+            .collect(),
+        FusionMethod::Dbsf { .. } => dbsf_normalise(&scores),
+        FusionMethod::MinMax { .. } => min_max_normalise(&scores),
+    }
+}
+
+/// Fuses two ranked candidate lists (best first; ranks are 1-based). Each
+/// leg is normalised within this query's candidates, weighted, and divided by
+/// the weight of the legs that returned anything, so that a candidate best in
+/// every active leg scores 1. Sorted by fused score, ties broken by id.
 pub fn fuse(lexical: &Candidates, vector: &Candidates, method: FusionMethod) -> Vec<Fused> {
-    let mut by_id: HashMap<Uuid, Fused> = HashMap::with_capacity(lexical.len() + vector.len());
-    for (rank, (id, score)) in lexical.iter().enumerate() {
-        by_id
-            .entry(*id)
-            .or_insert_with(|| Fused::empty(*id))
-            .bm25
-            .get_or_insert((*score, rank + 1));
-    }
-    for (rank, (id, score)) in vector.iter().enumerate() {
-        by_id
-            .entry(*id)
-            .or_insert_with(|| Fused::empty(*id))
-            .vector
-            .get_or_insert((*score, rank + 1));
-    }
     let (wl, wv) = method.weights();
-    // Normalise so that a hit ranked first (or best) by every active leg scores 1.
     let active_weight =
         (if lexical.is_empty() { 0.0 } else { wl }) + (if vector.is_empty() { 0.0 } else { wv });
-    let max_bm25 = lexical.iter().map(|(_, s)| *s).fold(0.0f32, f32::max);
-    for f in by_id.values_mut() {
-        let raw = match method {
-            FusionMethod::Rrf { k, .. } => {
-                let l = f.bm25.map_or(0.0, |(_, r)| wl / (k + r as f32));
-                let v = f.vector.map_or(0.0, |(_, r)| wv / (k + r as f32));
-                (l + v) * (k + 1.0)
-            }
-            FusionMethod::Weighted { .. } => {
-                let l = f.bm25.map_or(
-                    0.0,
-                    |(s, _)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
-                );
-                let v = f.vector.map_or(0.0, |(s, _)| s.max(0.0));
-                wl * l + wv * v
-            }
-        };
-        f.fused = if active_weight > 0.0 {
-            raw / active_weight
+    let share = |w: f32, norm: f32| {
+        if active_weight > 0.0 {
+            w * norm / active_weight
         } else {
             0.0
-        };
+        }
+    };
+    let mut by_id: HashMap<Uuid, Fused> = HashMap::with_capacity(lexical.len() + vector.len());
+    for (is_lexical, list, w) in [(true, lexical, wl), (false, vector, wv)] {
+        let norms = normalise_leg(list, method, is_lexical);
+        for (rank, ((id, raw), norm)) in list.iter().zip(norms).enumerate() {
+            let f = by_id.entry(*id).or_insert_with(|| Fused::empty(*id));
+            let slot = if is_lexical {
+                &mut f.bm25
+            } else {
+                &mut f.vector
+            };
+            // A leg lists an id once; if it repeats, the first (best) counts.
+            slot.get_or_insert(LegScore {
+                raw: *raw,
+                rank: rank + 1,
+                contribution: share(w, norm),
+            });
+        }
     }
-    let mut out: Vec<Fused> = by_id.into_values().collect();
+    let mut out: Vec<Fused> = by_id
+        .into_values()
+        .map(|mut f| {
+            f.fused =
+                f.bm25.map_or(0.0, |l| l.contribution) + f.vector.map_or(0.0, |l| l.contribution);
+            f
+        })
+        .collect();
     out.sort_by(|a, b| b.fused.total_cmp(&a.fused).then(a.id.cmp(&b.id)));
     out
 }
@@ -157,10 +300,18 @@ pub fn importance_factor(importance: f32, weight: f32) -> f32 {
 /// Why a hit scored what it did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ScoreBreakdown {
+    /// The lexical leg's raw BM25 score and rank (absent: not a BM25 candidate).
     pub bm25_score: Option<f32>,
     pub bm25_rank: Option<usize>,
+    /// The vector leg's raw cosine similarity and rank.
     pub vector_similarity: Option<f32>,
     pub vector_rank: Option<usize>,
+    /// What each leg added to `fused_score` after normalisation within the
+    /// query's candidates and weighting (they sum to `fused_score`).
+    #[serde(default)]
+    pub bm25_contribution: Option<f32>,
+    #[serde(default)]
+    pub vector_contribution: Option<f32>,
     pub fused_score: f32,
     pub decay_factor: f32,
     pub importance_factor: f32,
@@ -187,6 +338,8 @@ impl Hit {
                 bm25_rank: None,
                 vector_similarity: None,
                 vector_rank: None,
+                bm25_contribution: None,
+                vector_contribution: None,
                 fused_score: score,
                 decay_factor: 1.0,
                 importance_factor: 1.0,
@@ -219,10 +372,12 @@ pub fn rank(
                 memory: memory.clone(),
                 score: final_score,
                 breakdown: ScoreBreakdown {
-                    bm25_score: f.bm25.map(|b| b.0),
-                    bm25_rank: f.bm25.map(|b| b.1),
-                    vector_similarity: f.vector.map(|v| v.0),
-                    vector_rank: f.vector.map(|v| v.1),
+                    bm25_score: f.bm25.map(|b| b.raw),
+                    bm25_rank: f.bm25.map(|b| b.rank),
+                    vector_similarity: f.vector.map(|v| v.raw),
+                    vector_rank: f.vector.map(|v| v.rank),
+                    bm25_contribution: f.bm25.map(|b| b.contribution),
+                    vector_contribution: f.vector.map(|v| v.contribution),
                     fused_score: f.fused,
                     decay_factor: decay,
                     importance_factor: imp,
@@ -262,8 +417,8 @@ mod tests {
         let fused = fuse(&lex, &vec_, RRF);
         assert_eq!(fused[0].id, id(1));
         assert!((fused[0].fused - 1.0).abs() < 1e-6);
-        assert_eq!(fused[0].bm25, Some((9.0, 1)));
-        assert_eq!(fused[0].vector, Some((0.9, 1)));
+        assert_eq!(fused[0].bm25.map(|l| (l.raw, l.rank)), Some((9.0, 1)));
+        assert_eq!(fused[0].vector.map(|l| (l.raw, l.rank)), Some((0.9, 1)));
         // id(2) and id(3) are each second in one leg: equal scores, ordered by id.
         assert_eq!(fused[1].id, id(2));
         assert_eq!(fused[1].fused, fused[2].fused);
@@ -311,5 +466,259 @@ mod tests {
         assert!((importance_factor(1.0, 0.3) - 1.3).abs() < 1e-6);
         assert!((importance_factor(0.0, 0.3) - 0.7).abs() < 1e-6);
         assert_eq!(importance_factor(0.9, 0.0), 1.0);
+    }
+
+    const DBSF: FusionMethod = FusionMethod::Dbsf {
+        lexical_weight: 1.0,
+        vector_weight: 1.0,
+    };
+    const MIN_MAX: FusionMethod = FusionMethod::MinMax {
+        lexical_weight: 1.0,
+        vector_weight: 1.0,
+    };
+    const WEIGHTED: FusionMethod = FusionMethod::Weighted {
+        lexical_weight: 1.0,
+        vector_weight: 1.0,
+    };
+
+    #[test]
+    fn dbsf_maps_three_sigma_onto_the_unit_interval() {
+        // mean 2, sample sd 1: 2 ± 3 → 0..1.
+        let n = dbsf_normalise(&[1.0, 2.0, 3.0]);
+        for (got, want) in n.iter().zip([2.0 / 6.0, 0.5, 4.0 / 6.0]) {
+            assert!((got - want).abs() < 1e-6, "{n:?}");
+        }
+        // An outlier beyond 3σ is clamped; nothing leaves 0..1.
+        let mut scores = vec![0.0f32; 30];
+        scores.push(100.0);
+        let n = dbsf_normalise(&scores);
+        assert_eq!(n[30], 1.0);
+        assert!(n.iter().all(|v| (0.0..=1.0).contains(v)));
+        // No spread: the middle.
+        assert_eq!(dbsf_normalise(&[0.8]), vec![0.5]);
+        assert_eq!(dbsf_normalise(&[0.8, 0.8]), vec![0.5, 0.5]);
+        assert!(dbsf_normalise(&[]).is_empty());
+    }
+
+    #[test]
+    fn min_max_spans_the_unit_interval() {
+        assert_eq!(min_max_normalise(&[4.0, 3.0, 2.0]), vec![1.0, 0.5, 0.0]);
+        assert_eq!(min_max_normalise(&[0.7]), vec![1.0]);
+        assert_eq!(min_max_normalise(&[0.7, 0.7]), vec![1.0, 1.0]);
+    }
+
+    /// The issue's case: e5-like cosines (0.78–0.84) beside BM25 scores. The
+    /// vector leg clearly prefers id 2, BM25 mildly prefers id 1.
+    fn compressed_cosines() -> (Candidates, Candidates) {
+        let lex = vec![(id(1), 12.0), (id(2), 10.0), (id(3), 2.0), (id(4), 1.0)];
+        let vec_ = vec![(id(2), 0.84), (id(1), 0.79), (id(3), 0.785), (id(4), 0.78)];
+        (lex, vec_)
+    }
+
+    fn calibrated(u: f32) -> FusionMethod {
+        FusionMethod::Calibrated {
+            lexical_weight: 1.0,
+            vector_weight: 1.0,
+            unrelated_cosine: u,
+        }
+    }
+
+    #[test]
+    fn weighted_fusion_lets_bm25_decide_when_cosines_are_compressed() {
+        let (lex, vec_) = compressed_cosines();
+        assert_eq!(fuse(&lex, &vec_, WEIGHTED)[0].id, id(1));
+        for method in [DBSF, MIN_MAX, calibrated(0.75)] {
+            let fused = fuse(&lex, &vec_, method);
+            assert_eq!(fused[0].id, id(2), "{}", method.name());
+        }
+    }
+
+    #[test]
+    fn contributions_sum_to_the_fused_score_and_keep_raw_scores() {
+        let (lex, vec_) = compressed_cosines();
+        for method in [RRF, WEIGHTED, DBSF, MIN_MAX, calibrated(0.75)] {
+            for f in fuse(&lex, &vec_, method) {
+                let sum = f.bm25.unwrap().contribution + f.vector.unwrap().contribution;
+                assert!((sum - f.fused).abs() < 1e-6, "{}", method.name());
+                assert!((0.0..=1.0 + 1e-6).contains(&f.fused), "{}", method.name());
+            }
+        }
+        let f = fuse(&lex, &vec_, DBSF);
+        let two = f.iter().find(|f| f.id == id(2)).unwrap();
+        assert_eq!(two.bm25.map(|l| (l.raw, l.rank)), Some((10.0, 2)));
+        assert_eq!(two.vector.map(|l| (l.raw, l.rank)), Some((0.84, 1)));
+    }
+
+    #[test]
+    fn a_candidate_of_one_leg_gets_nothing_from_the_other() {
+        let lex = vec![(id(1), 5.0), (id(2), 1.0)];
+        let vec_ = vec![(id(3), 0.9), (id(2), 0.2)];
+        for method in [DBSF, MIN_MAX] {
+            let fused = fuse(&lex, &vec_, method);
+            let one = fused.iter().find(|f| f.id == id(1)).unwrap();
+            assert!(one.vector.is_none());
+            assert_eq!(one.fused, one.bm25.unwrap().contribution);
+        }
+    }
+
+    #[test]
+    fn calibration_maps_the_unrelated_level_to_zero_and_keeps_a_flat_leg_flat() {
+        let c = calibrated(0.75);
+        let lex = vec![(id(1), 3.0), (id(2), 1.0)];
+        let vec_ = vec![(id(2), 0.875), (id(1), 0.7)];
+        let f = fuse(&lex, &vec_, c);
+        let two = f.iter().find(|f| f.id == id(2)).unwrap();
+        assert!(
+            (two.vector.unwrap().contribution - 0.25).abs() < 1e-6,
+            "(0.875-0.75)/0.25/2"
+        );
+        let one = f.iter().find(|f| f.id == id(1)).unwrap();
+        assert_eq!(
+            one.vector.unwrap().contribution,
+            0.0,
+            "below the unrelated level"
+        );
+        // A leg that gives every candidate ≈ the same cosine (MiniLM on
+        // Chinese) leaves BM25's order alone, where DBSF would stretch the
+        // differences in the fourth decimal into the whole 0..1.
+        let lex = vec![(id(1), 10.0), (id(2), 9.0), (id(3), 8.0)];
+        let flat = vec![(id(3), 0.9903), (id(2), 0.9902), (id(1), 0.9901)];
+        let order = |m| {
+            fuse(&lex, &flat, m)
+                .iter()
+                .map(|f| f.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(calibrated(0.1)), vec![id(1), id(2), id(3)]);
+        let spread = |m| {
+            let c: Vec<f32> = fuse(&lex, &flat, m)
+                .iter()
+                .map(|f| f.vector.unwrap().contribution)
+                .collect();
+            c.iter().copied().fold(f32::MIN, f32::max) - c.iter().copied().fold(f32::MAX, f32::min)
+        };
+        assert!(spread(calibrated(0.1)) < 1e-3);
+        assert!(spread(DBSF) > 0.1);
+        // Today's weighted fusion is calibration at 0.
+        let (lex, vec_) = compressed_cosines();
+        assert_eq!(
+            scores_of(&fuse(&lex, &vec_, calibrated(0.0))),
+            scores_of(&fuse(&lex, &vec_, WEIGHTED))
+        );
+    }
+
+    fn scores_of(f: &[Fused]) -> Vec<(Uuid, f32)> {
+        f.iter().map(|f| (f.id, f.fused)).collect()
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn leg(max_len: usize) -> impl Strategy<Value = Vec<(u8, f32)>> {
+            prop::collection::vec((0u8..40, 0.0f32..1.0), 0..max_len)
+        }
+
+        /// Distinct ids, sorted best first, as a leg returns them.
+        fn candidates(raw: Vec<(u8, f32)>) -> Candidates {
+            let mut seen = std::collections::HashSet::new();
+            let mut c: Candidates = raw
+                .into_iter()
+                .filter(|(i, _)| seen.insert(*i))
+                .map(|(i, s)| (id(u128::from(i)), s))
+                .collect();
+            c.sort_by(|a, b| b.1.total_cmp(&a.1));
+            c
+        }
+
+        fn scores(f: &[Fused]) -> HashMap<Uuid, f32> {
+            f.iter().map(|f| (f.id, f.fused)).collect()
+        }
+
+        proptest! {
+            /// The scale-free methods give every candidate the same fused
+            /// score (hence the same order) when one leg's scores go through
+            /// s ↦ a·s + b, a > 0: a model with compressed or shifted cosines,
+            /// or BM25 on a bigger corpus.
+            #[test]
+            fn scale_free_methods_ignore_an_affine_change_of_a_leg(
+                lex in leg(30), vec_ in leg(30),
+                a in 0.05f32..20.0, b in -5.0f32..5.0, which in any::<bool>(),
+            ) {
+                let (lex, vec_) = (candidates(lex), candidates(vec_));
+                let warp = |c: &Candidates| -> Candidates {
+                    c.iter().map(|(i, s)| (*i, a * s + b)).collect()
+                };
+                let (lex2, vec2) = if which { (warp(&lex), vec_.clone()) } else { (lex.clone(), warp(&vec_)) };
+                for method in [DBSF, MIN_MAX, RRF] {
+                    let before = scores(&fuse(&lex, &vec_, method));
+                    let after = scores(&fuse(&lex2, &vec2, method));
+                    prop_assert_eq!(before.len(), after.len());
+                    for (i, s) in &before {
+                        prop_assert!((s - after[i]).abs() < 2e-3,
+                            "{}: {} → {}", method.name(), s, after[i]);
+                    }
+                }
+            }
+
+            /// `calibrated` is invariant when the model's cosines move by
+            /// c ↦ 1 − a·(1 − c) (a compressed model, cosines still ≤ 1) and
+            /// its calibration moves with them.
+            #[test]
+            fn calibrated_fusion_moves_with_the_models_calibration(
+                lex in leg(30), vec_ in leg(30), a in 0.05f32..1.0, u in 0.0f32..0.5,
+            ) {
+                let (lex, vec_) = (candidates(lex), candidates(vec_));
+                let squeeze = |c: f32| 1.0 - a * (1.0 - c);
+                let vec2: Candidates = vec_.iter().map(|(i, s)| (*i, squeeze(*s))).collect();
+                let before = scores(&fuse(&lex, &vec_, calibrated(u)));
+                let after = scores(&fuse(&lex, &vec2, calibrated(squeeze(u))));
+                prop_assert_eq!(before.len(), after.len());
+                for (i, s) in &before {
+                    prop_assert!((s - after[i]).abs() < 2e-3, "{} → {}", s, after[i]);
+                }
+            }
+
+            #[test]
+            fn fused_scores_stay_in_the_unit_interval_and_sorted(
+                lex in leg(30), vec_ in leg(30), wl in 0.0f32..3.0, wv in 0.01f32..3.0,
+            ) {
+                let (lex, vec_) = (candidates(lex), candidates(vec_));
+                for method in [
+                    FusionMethod::Calibrated { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.7 },
+                    FusionMethod::Dbsf { lexical_weight: wl, vector_weight: wv },
+                    FusionMethod::MinMax { lexical_weight: wl, vector_weight: wv },
+                    FusionMethod::Weighted { lexical_weight: wl, vector_weight: wv },
+                    FusionMethod::Rrf { k: 10.0, lexical_weight: wl, vector_weight: wv },
+                ] {
+                    let fused = fuse(&lex, &vec_, method);
+                    let ids: std::collections::HashSet<Uuid> =
+                        lex.iter().chain(&vec_).map(|(i, _)| *i).collect();
+                    prop_assert_eq!(fused.len(), ids.len());
+                    for w in fused.windows(2) {
+                        prop_assert!(w[0].fused >= w[1].fused);
+                    }
+                    for f in &fused {
+                        prop_assert!((0.0..=1.0 + 1e-5).contains(&f.fused), "{}: {}", method.name(), f.fused);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn weighted_fusion_is_not_scale_free() {
+            // The counter-example the property above would find for
+            // `weighted`: compressing the cosines into 0.78..0.84 flips the
+            // order, because the cosine enters raw.
+            let lex = vec![(id(1), 12.0), (id(2), 10.0)];
+            let vec_ = vec![(id(2), 0.6), (id(1), 0.1)];
+            assert_eq!(fuse(&lex, &vec_, WEIGHTED)[0].id, id(2));
+            let squeezed: Candidates = vec_.iter().map(|(i, s)| (*i, 0.78 + 0.1 * s)).collect();
+            assert_eq!(fuse(&lex, &squeezed, WEIGHTED)[0].id, id(1));
+            assert_eq!(
+                fuse(&lex, &squeezed, DBSF)[0].id,
+                fuse(&lex, &vec_, DBSF)[0].id
+            );
+        }
     }
 }

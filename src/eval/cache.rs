@@ -11,6 +11,12 @@
 //! count × ( [u8; 32] text_sha256 | dim × f32 )        all little-endian
 //! ```
 //!
+//! Query embeddings live in the same file under [`query_key`] (the SHA-256
+//! of `"query\0" ‖ text`, which no stored text hashes to), and within one
+//! run a [`QueryMemo`] embeds each distinct query once, whatever the number
+//! of variants: a variant then measures retrieval and ranking, and the
+//! query-embedding time is measured once per query beside it.
+//!
 //! The cache is an optimisation only: a missing, foreign or corrupt file is
 //! ignored (with a warning) and rewritten. Writes go to a temporary file that
 //! is renamed into place, so a crash never leaves a torn file.
@@ -18,8 +24,84 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
+
+use crate::embed::Embedder;
+
+/// The cache key of a query's embedding (apart from passages' text hashes).
+pub fn query_key(text: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"query\0");
+    h.update(text.as_bytes());
+    hex::encode(h.finalize())
+}
+
+/// An embedder that embeds each distinct query text once and then answers
+/// from memory; passages go straight to the inner embedder.
+pub struct QueryMemo {
+    inner: Arc<dyn Embedder>,
+    memo: Mutex<HashMap<String, Vec<f32>>>,
+}
+
+impl QueryMemo {
+    pub fn new(inner: Arc<dyn Embedder>) -> Self {
+        QueryMemo {
+            inner,
+            memo: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<f32>>> {
+        self.memo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Remembers a query's vector (from the persistent cache).
+    pub fn insert(&self, text: &str, v: Vec<f32>) {
+        self.lock().insert(text.to_string(), v);
+    }
+
+    pub fn get(&self, text: &str) -> Option<Vec<f32>> {
+        self.lock().get(text).cloned()
+    }
+
+    /// Embeds a query with the inner model, remembering it; returns the
+    /// vector and the embedding time in milliseconds.
+    pub fn embed_timed(&self, text: &str) -> crate::Result<(Vec<f32>, f64)> {
+        let t = std::time::Instant::now();
+        let v = self.inner.embed_query(text)?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        self.insert(text, v.clone());
+        Ok((v, ms))
+    }
+
+    /// Every remembered query as cache entries.
+    pub fn entries(&self) -> Vec<(String, Vec<f32>)> {
+        self.lock()
+            .iter()
+            .map(|(t, v)| (query_key(t), v.clone()))
+            .collect()
+    }
+}
+
+impl Embedder for QueryMemo {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn embed_query(&self, text: &str) -> crate::Result<Vec<f32>> {
+        if let Some(v) = self.get(text) {
+            return Ok(v);
+        }
+        Ok(self.embed_timed(text)?.0)
+    }
+    fn embed_passages(&self, texts: &[&str]) -> crate::Result<Vec<Vec<f32>>> {
+        self.inner.embed_passages(texts)
+    }
+}
 
 const MAGIC: &[u8; 8] = b"MNEMOEMB";
 const VERSION: u32 = 1;
@@ -180,6 +262,11 @@ mod tests {
         assert!(EmbeddingCache::load(dir.path(), "m/2", 3)
             .vectors
             .is_empty());
+        assert_ne!(
+            query_key("hello"),
+            h,
+            "queries and passages never share a key"
+        );
         std::fs::write(path_for(dir.path(), "m/1"), b"garbage").unwrap();
         assert!(EmbeddingCache::load(dir.path(), "m/1", 3)
             .vectors

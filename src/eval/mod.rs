@@ -7,7 +7,8 @@
 //! - [`metrics`]: pure metric functions;
 //! - [`compare`]: paired bootstrap comparison of two runs;
 //! - [`runner`]: one set through the engine, once per preset;
-//! - [`cache`]: the persistent document-embedding cache;
+//! - [`cache`]: the persistent embedding cache (documents and queries);
+//! - [`similarity`]: the model's cosine distributions (threshold calibration);
 //! - [`report`]: `report.json` (stable schema), `report.md`, `report.html`.
 //!
 //! Everything goes through [`crate::Engine`], the same code path as the
@@ -21,6 +22,7 @@ pub mod metrics;
 pub mod report;
 pub mod runner;
 pub mod set;
+pub mod similarity;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -123,8 +125,9 @@ pub struct SearchParams {
 pub enum Variant {
     Preset(Preset),
     /// A policy file run as the full pipeline with its ranking (fusion, decay
-    /// floor, importance weight, min score). Half-lives, candidate counts and
-    /// the vector similarity floor are the engine's (base) policy.
+    /// floor, importance weight, min score). The embedding model and its
+    /// calibration, half-lives, candidate counts and the vector similarity
+    /// floor are the engine's (base) policy.
     Config {
         label: String,
         path: PathBuf,
@@ -184,11 +187,17 @@ impl Variant {
                 ranking: base.ranking(),
                 decay: true,
             },
-            Variant::Config { policy, .. } => SearchParams {
-                legs: Legs::Hybrid,
-                ranking: policy.ranking(),
-                decay: true,
-            },
+            Variant::Config { policy, .. } => {
+                // The file's ranking with the engine's model and its
+                // calibration (not the file's default model's).
+                let mut p = (**policy).clone();
+                p.embedding = base.embedding.clone();
+                SearchParams {
+                    legs: Legs::Hybrid,
+                    ranking: p.ranking(),
+                    decay: true,
+                }
+            }
         }
     }
 }
@@ -204,14 +213,18 @@ pub struct EvalConfig {
     pub group_by: Option<String>,
     /// Recall cut-offs.
     pub ks: Vec<usize>,
-    /// The two labels to compare; `None` = the first two variants.
-    pub compare: Option<(String, String)>,
+    /// Pairs of labels to compare, each `(a, b)` giving `b - a`; empty =
+    /// the first two variants.
+    pub compare: Vec<(String, String)>,
     pub bootstrap: Bootstrap,
     /// The engines' policy (limits, half-lives, candidates; presets derive
     /// their ranking from it).
     pub policy: Policy,
     /// Embeds documents and queries (the ONNX model in production).
     pub embedder: Arc<dyn Embedder>,
+    /// Stop at the first bad line of a set (default: skip it and count it
+    /// in the report).
+    pub strict: bool,
     /// Where the persistent embedding cache lives; `None` = no cache.
     pub cache_dir: Option<PathBuf>,
     /// Parent of the temporary data directories (system temp when `None`).
@@ -230,10 +243,11 @@ impl EvalConfig {
             variants: Preset::ALL.into_iter().map(Variant::Preset).collect(),
             group_by: None,
             ks: vec![1, 5, 10, 20],
-            compare: None,
+            compare: Vec::new(),
             bootstrap: Bootstrap::default(),
             policy: Policy::default(),
             embedder,
+            strict: false,
             cache_dir: None,
             work_dir: None,
             vectors: crate::open::VectorBackend::Embedded,
@@ -268,7 +282,7 @@ impl EvalConfig {
                 self.depth()
             )));
         }
-        if let Some((a, b)) = &self.compare {
+        for (a, b) in &self.compare {
             for l in [a, b] {
                 if !seen.contains(l.as_str()) {
                     return Err(Error::Config(format!(
@@ -295,12 +309,15 @@ impl EvalConfig {
             .unwrap_or(metrics::NDCG_AT)
     }
 
-    /// The pair to compare, when there is one.
-    fn comparison_pair(&self) -> Option<(String, String)> {
-        self.compare.clone().or_else(|| match &self.variants[..] {
-            [a, b, ..] => Some((a.label().to_string(), b.label().to_string())),
-            _ => None,
-        })
+    /// The pairs to compare: the configured ones, else the first two runs.
+    fn comparison_pairs(&self) -> Vec<(String, String)> {
+        if !self.compare.is_empty() {
+            return self.compare.clone();
+        }
+        match &self.variants[..] {
+            [a, b, ..] => vec![(a.label().to_string(), b.label().to_string())],
+            _ => vec![],
+        }
     }
 }
 
@@ -339,7 +356,7 @@ pub async fn run(mut config: EvalConfig, progress: &dyn Progress) -> Result<Repo
     let sets = config
         .sets
         .iter()
-        .map(|d| set::load(d, config.group_by.as_deref()))
+        .map(|d| set::load_with(d, config.group_by.as_deref(), config.strict))
         .collect::<Result<Vec<_>>>()?;
     let mut runs = Vec::new();
     let mut set_infos = Vec::new();
@@ -349,26 +366,25 @@ pub async fn run(mut config: EvalConfig, progress: &dyn Progress) -> Result<Repo
         runs.append(&mut set_runs);
     }
     let names = metrics::metric_names(&config.ks);
-    let comparisons = match config.comparison_pair() {
-        Some((a, b)) => sets
-            .iter()
-            .filter_map(|s| {
-                let find = |l: &str| {
-                    runs.iter()
-                        .find(|r: &&Run| r.set == s.name && r.preset == l)
-                };
-                let (ra, rb) = (find(&a)?, find(&b)?);
-                Some(compare::compare(
-                    &s.name,
-                    (&a, &ra.per_query),
-                    (&b, &rb.per_query),
-                    &names,
-                    config.bootstrap,
-                ))
-            })
-            .collect(),
-        None => vec![],
-    };
+    let pairs = config.comparison_pairs();
+    let comparisons = sets
+        .iter()
+        .flat_map(|s| pairs.iter().map(move |p| (s, p)))
+        .filter_map(|(s, (a, b))| {
+            let find = |l: &str| {
+                runs.iter()
+                    .find(|r: &&Run| r.set == s.name && r.preset == l)
+            };
+            let (ra, rb) = (find(a)?, find(b)?);
+            Some(compare::compare(
+                &s.name,
+                (a, &ra.per_query),
+                (b, &rb.per_query),
+                &names,
+                config.bootstrap,
+            ))
+        })
+        .collect();
     let mut config_sha256 = BTreeMap::new();
     for v in &config.variants {
         if let Some(p) = v.config_path() {

@@ -152,6 +152,55 @@ impl Report {
             s.documents, s.queries, s.judged_queries, s.ingest_secs, s.ingest_per_s, s.embeddings_cached,
             &s.data_sha256[..12.min(s.data_sha256.len())]
         )];
+        if s.documents_over_text_limit > 0 {
+            notes.push(format!(
+                "{} documents are longer than the API's text limit: indexed whole, embedded within the model's window.",
+                s.documents_over_text_limit
+            ));
+        }
+        if s.skipped_lines > 0 {
+            let first: Vec<String> = s
+                .skipped
+                .iter()
+                .map(|k| format!("{}:{}: {}", k.file, k.line, k.message))
+                .collect();
+            notes.push(format!(
+                "{} bad lines left out (`--strict` stops at the first instead): {}",
+                s.skipped_lines,
+                first.join("; ")
+            ));
+        }
+        if let Some(e) = &s.query_embed_ms {
+            notes.push(format!(
+                "Each query is embedded once for all runs ({} from the embedding cache): search latencies are retrieval, fusion, hydration and ranking; query embedding p50 {} ms, p95 {} ms over {} queries timed.",
+                s.query_embeddings_cached, ms(e.p50), ms(e.p95), e.measured
+            ));
+        }
+        if let Some(sim) = &s.similarity {
+            let part = |name: &str, sp: &Option<super::similarity::Spread>| {
+                sp.as_ref().map(|x| {
+                    format!(
+                        "{name} {:.3} / {:.3} / {:.3} / {:.3} / {:.3} ({} pairs)",
+                        x.p5, x.p25, x.p50, x.p75, x.p95, x.pairs
+                    )
+                })
+            };
+            let parts: Vec<String> = [
+                part("query–relevant", &sim.query_relevant),
+                part("query–unrelated", &sim.query_unrelated),
+                part("passage–relevant", &sim.passage_relevant),
+                part("passage–unrelated", &sim.passage_unrelated),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !parts.is_empty() {
+                notes.push(format!(
+                    "Cosine similarity p5 / p25 / p50 / p75 / p95: {}.",
+                    parts.join("; ")
+                ));
+            }
+        }
         if s.queries_without_asked_at > 0 {
             notes.push(format!(
                 "{} queries have no `asked_at`: they were run with the clock at the corpus's latest `created_at`, {}.",

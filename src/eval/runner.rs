@@ -2,6 +2,11 @@
 //! run every query once per variant. Sequential by design: the clock is set to
 //! each query's `asked_at`, and latencies are measured on an otherwise idle
 //! engine.
+//!
+//! Each query is embedded once per set (before the variants; see
+//! [`QueryMemo`]), so a variant's search latency is retrieval, fusion,
+//! hydration and ranking; the query-embedding time is measured on the first
+//! [`MEASURED_QUERIES`] queries, even when the persistent cache has them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -9,13 +14,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::EmbeddingCache;
+use super::cache::{query_key, EmbeddingCache, QueryMemo};
 use super::metrics::{self, Judgments, Latency, MetricMap};
 use super::report::Run;
 use super::set::EvalSet;
+use super::similarity::{self, QueryPairs, Similarity};
 use super::{EvalConfig, Progress, Result};
 use crate::clock::ManualClock;
 use crate::domain::Scope;
+use crate::embed::Embedder;
 use crate::service::{Actor, Engine, SearchRequest};
 use crate::store::{text_hash, CacheOwner};
 
@@ -39,7 +46,42 @@ pub struct SetInfo {
     pub ingest_per_s: f64,
     /// Document embeddings found in the persistent cache.
     pub embeddings_cached: usize,
+    /// Documents longer than the API's `limits.max_text_bytes`: indexed
+    /// whole by BM25 and embedded within the model's window (its first
+    /// `max_length` tokens), as an eval set is data, not an API call.
+    #[serde(default)]
+    pub documents_over_text_limit: usize,
+    /// Lines of the set's files left out (see `--strict`), with the first few.
+    #[serde(default)]
+    pub skipped_lines: usize,
+    #[serde(default)]
+    pub skipped: Vec<super::set::Skipped>,
+    /// Query embeddings found in the persistent cache.
+    #[serde(default)]
+    pub query_embeddings_cached: usize,
+    /// Query-embedding time over the queries embedded during this run (at
+    /// least the first [`MEASURED_QUERIES`]); `None` without a vector run.
+    #[serde(default)]
+    pub query_embed_ms: Option<EmbedLatency>,
+    /// The model's cosine distributions on this set (see [`super::similarity`]).
+    #[serde(default)]
+    pub similarity: Option<Similarity>,
 }
+
+/// Query-embedding time, measured once per query (not per variant).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmbedLatency {
+    /// Queries timed.
+    pub measured: usize,
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+}
+
+/// Skipped lines listed by name in the report (all are counted).
+const SKIPPED_SHOWN: usize = 20;
+
+/// Queries whose embedding is timed in every run, cached or not.
+pub const MEASURED_QUERIES: usize = 200;
 
 /// Documents per write batch during ingest.
 const INGEST_BATCH: usize = 256;
@@ -74,6 +116,15 @@ pub async fn run_set(
     let mut policy = config.policy.clone();
     policy.lifecycle.reinforce_duplicates = false;
     policy.lifecycle.detect_corrections = false;
+    // Long documents are indexed whole (the embedder truncates to its window).
+    let api_limit = policy.limits.max_text_bytes;
+    let over_limit = set
+        .docs
+        .iter()
+        .filter(|d| d.memory.text.len() > api_limit)
+        .count();
+    let longest = set.docs.iter().map(|d| d.memory.text.len()).max();
+    policy.limits.max_text_bytes = api_limit.max(longest.unwrap_or(0));
     // On a Qdrant server, each run gets its own collection, dropped below.
     let vectors = match &config.vectors {
         crate::open::VectorBackend::Server(server) => {
@@ -87,22 +138,75 @@ pub async fn run_set(
         }
         embedded => embedded.clone(),
     };
+    let memo = Arc::new(QueryMemo::new(config.embedder.clone()));
     let (engine, _) = crate::open::open_with_backend(
         tmp.path(),
         policy,
-        config.embedder.clone(),
+        memo.clone(),
         Arc::new(clock.clone()),
         false,
         &vectors,
     )
     .await?;
     let result = async {
-        let (ingest_secs, cached) = ingest(config, set, &engine, progress).await?;
+        let model = engine.embedder().model_id().to_string();
+        let mut cache = config
+            .cache_dir
+            .as_deref()
+            .map(|dir| EmbeddingCache::load(dir, &model, engine.embedder().dim()));
+        let Ingested {
+            secs: ingest_secs,
+            seeded: cached,
+            mut learned,
+            doc_vectors,
+        } = ingest(config, set, &engine, cache.as_ref(), progress).await?;
+        let uses_vectors = config
+            .variants
+            .iter()
+            .any(|v| v.params(&config.policy).legs != crate::service::Legs::Lexical);
+        let (queries_cached, embed_ms) = if uses_vectors {
+            embed_queries(set, &memo, cache.as_ref(), progress)?
+        } else {
+            (0, Vec::new())
+        };
+        let similarity = if uses_vectors {
+            let (s, new) = measure_similarity(set, &memo, &doc_vectors, cache.as_ref())?;
+            learned.extend(new);
+            Some(s)
+        } else {
+            None
+        };
+        if let (Some(c), Some(dir)) = (&mut cache, &config.cache_dir) {
+            let before = c.vectors.len();
+            c.extend(learned);
+            c.extend(memo.entries());
+            if c.vectors.len() > before {
+                if let Err(e) = c.save(dir) {
+                    tracing::warn!(dir = %dir.display(), error = %e, "could not save the embedding cache");
+                }
+            }
+        }
+        let query_embed_ms = (!embed_ms.is_empty()).then(|| EmbedLatency {
+            measured: embed_ms.len(),
+            p50: metrics::percentile(&embed_ms, 50.0),
+            p95: metrics::percentile(&embed_ms, 95.0),
+        });
         let mut runs = Vec::new();
         for v in &config.variants {
-            runs.push(run_variant(config, set, &engine, &clock, v, progress).await?);
+            let mut run = run_variant(config, set, &engine, &clock, v, progress).await?;
+            if run.latency_ms.embed_p50.is_some() {
+                run.latency_ms.embed_p50 = query_embed_ms.as_ref().and_then(|l| l.p50);
+            }
+            runs.push(run);
         }
-        Ok::<_, super::Error>((ingest_secs, cached, runs))
+        Ok::<_, super::Error>((
+            ingest_secs,
+            cached,
+            queries_cached,
+            query_embed_ms,
+            similarity,
+            runs,
+        ))
     }
     .await;
     engine.shutdown().await.ok();
@@ -117,7 +221,14 @@ pub async fn run_set(
             tracing::warn!("could not drop the evaluation's temporary Qdrant collection");
         }
     }
-    let (ingest_secs, embeddings_cached, mut runs) = result?;
+    let (
+        ingest_secs,
+        embeddings_cached,
+        query_embeddings_cached,
+        query_embed_ms,
+        similarity,
+        mut runs,
+    ) = result?;
     let ingest_per_s = set.docs.len() as f64 / ingest_secs.max(1e-9);
     for r in &mut runs {
         r.ingest_per_s = ingest_per_s;
@@ -135,45 +246,61 @@ pub async fn run_set(
         ingest_secs,
         ingest_per_s,
         embeddings_cached,
+        documents_over_text_limit: over_limit,
+        skipped_lines: set.skipped.len(),
+        skipped: set.skipped.iter().take(SKIPPED_SHOWN).cloned().collect(),
+        query_embeddings_cached,
+        query_embed_ms,
+        similarity,
     };
     Ok((info, runs))
 }
 
-/// Seeds the store's embedding cache, writes the corpus, saves the cache.
-/// Returns the ingest time (seconds, from the first write to an optimised
-/// index) and how many embeddings came from the persistent cache.
+/// Embedding-cache entries: (text hash, vector).
+type CacheEntries = Vec<(String, Vec<f32>)>;
+
+/// What ingest gives back besides the indexed corpus.
+struct Ingested {
+    /// Seconds from the first write to an optimised index.
+    secs: f64,
+    /// Document embeddings that came from the persistent cache.
+    seeded: usize,
+    /// Embeddings the store computed (to add to the persistent cache).
+    learned: CacheEntries,
+    /// Each document's vector, in corpus order (`None` if the store has none).
+    doc_vectors: Vec<Option<Vec<f32>>>,
+}
+
+/// Seeds the store's embedding cache, writes the corpus, and reads back
+/// every document's vector.
 async fn ingest(
     config: &EvalConfig,
     set: &EvalSet,
     engine: &Engine,
+    cache: Option<&EmbeddingCache>,
     progress: &dyn Progress,
-) -> Result<(f64, usize)> {
+) -> Result<Ingested> {
     let model = engine.embedder().model_id().to_string();
-    let dim = engine.embedder().dim();
     let actor = Actor::local("eval");
     // The store's cache is kept per owner: the texts of each owner the set's
     // documents will be written for (a set may hold several users).
     let now = engine.clock().now();
-    let mut owners = CacheOwner::group(
-        set.docs
-            .iter()
-            .map(|d| {
-                let memory = engine.prepare(&actor, d.memory.clone(), now)?;
-                Ok((CacheOwner::of(&memory), text_hash(&memory.text)))
-            })
-            .collect::<Result<Vec<_>>>()?,
-    );
+    let doc_hashes = set
+        .docs
+        .iter()
+        .map(|d| {
+            let memory = engine.prepare(&actor, d.memory.clone(), now)?;
+            Ok((CacheOwner::of(&memory), text_hash(&memory.text)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut owners = CacheOwner::group(doc_hashes.to_vec());
     for (_, hashes) in &mut owners {
         hashes.sort();
         hashes.dedup();
     }
     let texts = owners.iter().map(|(_, h)| h.len()).sum::<usize>();
-    let mut cache = config
-        .cache_dir
-        .as_deref()
-        .map(|dir| EmbeddingCache::load(dir, &model, dim));
     let mut seeded = 0;
-    if let Some(c) = &cache {
+    if let Some(c) = cache {
         for (owner, hashes) in &owners {
             let entries: Vec<(String, Vec<f32>)> = hashes
                 .iter()
@@ -202,26 +329,154 @@ async fn ingest(
     let secs = started.elapsed().as_secs_f64();
     progress.finish();
 
-    if let (Some(c), Some(dir)) = (&mut cache, &config.cache_dir) {
-        if seeded < texts {
-            let mut learned = Vec::new();
-            for (owner, hashes) in &owners {
-                for chunk in hashes.chunks(1000) {
-                    learned.extend(
-                        engine
-                            .store()
-                            .cached_embeddings(owner, &model, chunk)
-                            .await?,
-                    );
-                }
-            }
-            c.extend(learned);
-            if let Err(e) = c.save(dir) {
-                tracing::warn!(dir = %dir.display(), error = %e, "could not save the embedding cache");
-            }
+    let mut all: HashMap<String, Vec<f32>> = HashMap::with_capacity(texts);
+    for (owner, hashes) in &owners {
+        for chunk in hashes.chunks(1000) {
+            all.extend(
+                engine
+                    .store()
+                    .cached_embeddings(owner, &model, chunk)
+                    .await?,
+            );
         }
     }
-    Ok((secs, seeded))
+    let learned = match cache {
+        Some(c) if seeded < texts => all
+            .iter()
+            .filter(|(h, _)| !c.vectors.contains_key(*h))
+            .map(|(h, v)| (h.clone(), v.clone()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let doc_vectors = doc_hashes
+        .iter()
+        .map(|(_, h)| all.get(h).cloned())
+        .collect();
+    Ok(Ingested {
+        secs,
+        seeded,
+        learned,
+        doc_vectors,
+    })
+}
+
+/// Measures the model's cosine populations on the set (relevant against
+/// unrelated pairs). The first [`MEASURED_QUERIES`] query texts are also
+/// embedded as passages (from the cache when it has them); returns those
+/// new passage embeddings for the cache.
+fn measure_similarity(
+    set: &EvalSet,
+    memo: &QueryMemo,
+    doc_vectors: &[Option<Vec<f32>>],
+    cache: Option<&EmbeddingCache>,
+) -> Result<(Similarity, CacheEntries)> {
+    let index: HashMap<&str, usize> = set
+        .docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.id.as_str(), i))
+        .collect();
+    let queries: Vec<_> = set.judged_queries().collect();
+    let measured: Vec<&str> = queries
+        .iter()
+        .take(MEASURED_QUERIES)
+        .map(|q| q.text.as_str())
+        .collect();
+    let mut as_passage: HashMap<&str, Vec<f32>> = HashMap::new();
+    let mut missing = Vec::new();
+    for t in &measured {
+        match cache.and_then(|c| c.vectors.get(&text_hash(t))) {
+            Some(v) => {
+                as_passage.insert(t, v.clone());
+            }
+            None => missing.push(*t),
+        }
+    }
+    let mut learned = Vec::new();
+    for chunk in missing.chunks(32) {
+        for (t, v) in chunk.iter().zip(memo.embed_passages(chunk)?) {
+            learned.push((text_hash(t), v.clone()));
+            as_passage.insert(t, v);
+        }
+    }
+    let query_vectors: Vec<Option<Vec<f32>>> = queries.iter().map(|q| memo.get(&q.text)).collect();
+    let pairs: Vec<QueryPairs<'_>> = queries
+        .iter()
+        .zip(&query_vectors)
+        .filter_map(|(q, v)| {
+            let judgments = &set.qrels[&q.id];
+            let judged: Vec<usize> = judgments
+                .keys()
+                .filter_map(|d| index.get(d.as_str()).copied())
+                .collect();
+            let relevant = judgments
+                .iter()
+                .filter(|(_, r)| **r > 0)
+                .filter_map(|(d, _)| doc_vectors[*index.get(d.as_str())?].as_deref())
+                .collect();
+            Some(QueryPairs {
+                query: v.as_deref()?,
+                as_passage: as_passage.get(q.text.as_str()).map(Vec::as_slice),
+                relevant,
+                judged,
+            })
+        })
+        .collect();
+    // Unrelated documents are sampled among those with a vector.
+    let with_vectors: Vec<usize> = (0..doc_vectors.len())
+        .filter(|i| doc_vectors[*i].is_some())
+        .collect();
+    let docs: Vec<&[f32]> = with_vectors
+        .iter()
+        .filter_map(|i| doc_vectors[*i].as_deref())
+        .collect();
+    let pos: HashMap<usize, usize> = with_vectors
+        .iter()
+        .enumerate()
+        .map(|(p, i)| (*i, p))
+        .collect();
+    let pairs: Vec<QueryPairs<'_>> = pairs
+        .into_iter()
+        .map(|mut p| {
+            p.judged = p
+                .judged
+                .iter()
+                .filter_map(|i| pos.get(i).copied())
+                .collect();
+            p
+        })
+        .collect();
+    Ok((similarity::measure(&pairs, &docs), learned))
+}
+
+/// Embeds every judged query once into `memo`: the first
+/// [`MEASURED_QUERIES`] always (timed), the rest from the persistent cache
+/// when it has them (timed when not). Returns how many came from the cache
+/// and the measured times (ms).
+fn embed_queries(
+    set: &EvalSet,
+    memo: &QueryMemo,
+    cache: Option<&EmbeddingCache>,
+    progress: &dyn Progress,
+) -> Result<(usize, Vec<f64>)> {
+    let mut texts: Vec<&str> = set.judged_queries().map(|q| q.text.as_str()).collect();
+    let mut seen = std::collections::HashSet::new();
+    texts.retain(|t| seen.insert(*t));
+    progress.start(&format!("{}: embed queries", set.name), texts.len() as u64);
+    let (mut cached, mut times) = (0, Vec::new());
+    for (i, text) in texts.iter().enumerate() {
+        let hit = cache.and_then(|c| c.vectors.get(&query_key(text)));
+        match hit {
+            Some(v) if i >= MEASURED_QUERIES => {
+                memo.insert(text, v.clone());
+                cached += 1;
+            }
+            _ => times.push(memo.embed_timed(text)?.1),
+        }
+        progress.advance(1);
+    }
+    progress.finish();
+    Ok((cached, times))
 }
 
 /// One query's outcome.

@@ -68,6 +68,8 @@ pub struct EvalSet {
     pub data_sha256: String,
     /// The `--group-by` field, when at least one document has it.
     pub group_by: Option<String>,
+    /// Lines left out (lenient loading only).
+    pub skipped: Vec<Skipped>,
 }
 
 impl EvalSet {
@@ -127,8 +129,26 @@ pub fn field_at(line: &serde_json::Value, dotted: &str) -> Option<String> {
     }
 }
 
-/// Loads and validates a set. `group_by` is a dotted path into corpus lines.
+/// A line left out of a set loaded leniently, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    /// The file name within the set (`corpus.jsonl`, …) and 1-based line.
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Loads and validates a set, strictly: the first bad line is an error.
+/// `group_by` is a dotted path into corpus lines.
 pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
+    load_with(dir, group_by, true)
+}
+
+/// Loads a set; when `strict` is false a bad line (malformed JSON, a
+/// duplicate or unknown id, a judgment no query could reach) is left out and
+/// listed in [`EvalSet::skipped`] instead of ending the run. Unreadable files
+/// are errors either way.
+pub fn load_with(dir: &Path, group_by: Option<&str>, strict: bool) -> Result<EvalSet> {
     let (corpus_path, queries_path, qrels_path) =
         (dir.join(CORPUS), dir.join(QUERIES), dir.join(QRELS));
     let (corpus, queries, qrels) = (
@@ -140,71 +160,115 @@ pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
     for bytes in [&corpus, &queries, &qrels] {
         hasher.update(bytes);
     }
+    let mut skipped = Vec::new();
+    // A line's error: returned when strict, recorded otherwise.
+    let mut keep_going = |e: Error| -> Result<()> {
+        match e {
+            Error::Set {
+                file,
+                line: Some(line),
+                message,
+            } if !strict => {
+                skipped.push(Skipped {
+                    file: file
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    line,
+                    message,
+                });
+                Ok(())
+            }
+            e => Err(e),
+        }
+    };
 
     // corpus.jsonl
     let mut docs = Vec::new();
     let mut doc_line: HashMap<String, usize> = HashMap::new();
     let mut grouped = 0usize;
     for l in lines(&corpus_path, &corpus) {
-        let (n, text) = l?;
-        let err = |m: String| set_error(&corpus_path, Some(n), m);
-        let line: CorpusLine = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
-        if let Some(first) = doc_line.insert(line.id.clone(), n) {
-            return Err(err(format!(
-                "duplicate document id `{}` (first on line {first})",
-                line.id
-            )));
-        }
-        let group = match group_by {
-            Some(path) => {
-                let raw: serde_json::Value =
-                    serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
-                field_at(&raw, path)
-            }
-            None => None,
-        };
-        grouped += usize::from(group.is_some());
-        let id = line.id.clone();
-        let user_id = line.user_id.clone();
-        let memory = line.into_new_memory().map_err(|e| err(e.to_string()))?;
-        let user_id = match memory.tier {
-            Some(Tier::Reference) => None,
-            Some(Tier::LongTerm) => Some(user_id.ok_or_else(|| {
-                err(format!(
-                    "document `{id}` has no user_id (only reference documents may omit it)"
-                ))
-            })?),
-            _ => {
+        let parsed = l.and_then(|(n, text)| {
+            let err = |m: String| set_error(&corpus_path, Some(n), m);
+            let line: CorpusLine = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+            if let Some(first) = doc_line.get(&line.id) {
                 return Err(err(format!(
-                    "document `{id}`: memory_type must be `long_term` or `reference`"
-                )))
+                    "duplicate document id `{}` (first on line {first})",
+                    line.id
+                )));
             }
-        };
-        docs.push(Doc {
-            id,
-            user_id,
-            memory,
-            group,
+            let group = match group_by {
+                Some(path) => {
+                    let raw: serde_json::Value =
+                        serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+                    field_at(&raw, path)
+                }
+                None => None,
+            };
+            let id = line.id.clone();
+            let user_id = line.user_id.clone();
+            let memory = line.into_new_memory().map_err(|e| err(e.to_string()))?;
+            if memory.text.trim().is_empty() {
+                return Err(err(format!("document `{id}` has empty text")));
+            }
+            let user_id = match memory.tier {
+                Some(Tier::Reference) => None,
+                Some(Tier::LongTerm) => Some(user_id.ok_or_else(|| {
+                    err(format!(
+                        "document `{id}` has no user_id (only reference documents may omit it)"
+                    ))
+                })?),
+                _ => {
+                    return Err(err(format!(
+                        "document `{id}`: memory_type must be `long_term` or `reference`"
+                    )))
+                }
+            };
+            Ok((
+                n,
+                Doc {
+                    id,
+                    user_id,
+                    memory,
+                    group,
+                },
+            ))
         });
+        match parsed {
+            Ok((n, doc)) => {
+                doc_line.insert(doc.id.clone(), n);
+                grouped += usize::from(doc.group.is_some());
+                docs.push(doc);
+            }
+            Err(e) => keep_going(e)?,
+        }
     }
 
     // queries.jsonl
     let mut parsed_queries = Vec::new();
     let mut query_line: HashMap<String, usize> = HashMap::new();
     for l in lines(&queries_path, &queries) {
-        let (n, text) = l?;
-        let err = |m: String| set_error(&queries_path, Some(n), m);
-        let q: Query = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
-        if let Some(first) = query_line.insert(q.id.clone(), n) {
-            return Err(err(format!(
-                "duplicate query id `{}` (first on line {first})",
-                q.id
-            )));
+        let parsed = l.and_then(|(n, text)| {
+            let err = |m: String| set_error(&queries_path, Some(n), m);
+            let q: Query = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+            if let Some(first) = query_line.get(&q.id) {
+                return Err(err(format!(
+                    "duplicate query id `{}` (first on line {first})",
+                    q.id
+                )));
+            }
+            if q.text.trim().is_empty() {
+                return Err(err(format!("query `{}` has empty text", q.id)));
+            }
+            Ok((n, q))
+        });
+        match parsed {
+            Ok((n, q)) => {
+                query_line.insert(q.id.clone(), n);
+                parsed_queries.push(q);
+            }
+            Err(e) => keep_going(e)?,
         }
-        if q.text.trim().is_empty() {
-            return Err(err(format!("query `{}` has empty text", q.id)));
-        }
-        parsed_queries.push(q);
     }
 
     // qrels.tsv
@@ -219,43 +283,48 @@ pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
     let mut judged: HashMap<String, Judgments> = HashMap::new();
     let mut pairs: HashSet<(String, String)> = HashSet::new();
     for l in lines(&qrels_path, &qrels) {
-        let (n, text) = l?;
-        let err = |m: String| set_error(&qrels_path, Some(n), m);
-        let fields: Vec<&str> = text.split('\t').collect();
-        let [qid, did, rel] = fields[..] else {
-            return Err(err(format!(
-                "expected `query_id<TAB>doc_id<TAB>relevance`, found {} field(s)",
-                fields.len()
-            )));
-        };
-        let rel: u32 = rel.trim().parse().map_err(|_| {
-            err(format!(
-                "relevance must be a non-negative integer, found `{rel}`"
-            ))
-        })?;
-        let Some(quser) = query_user.get(qid) else {
-            return Err(err(format!("unknown query id `{qid}` (not in {QUERIES})")));
-        };
-        let Some(duser) = doc_user.get(did) else {
-            return Err(err(format!(
-                "unknown document id `{did}` (not in {CORPUS})"
-            )));
-        };
-        if let Some(duser) = duser {
-            if duser != quser {
+        let parsed = l.and_then(|(n, text)| {
+            let err = |m: String| set_error(&qrels_path, Some(n), m);
+            let fields: Vec<&str> = text.split('\t').collect();
+            let [qid, did, rel] = fields[..] else {
                 return Err(err(format!(
-                    "document `{did}` belongs to user `{duser}` but query `{qid}` is asked by `{quser}`; \
-                     retrieval is scoped to the query's user, so it could never be found"
+                    "expected `query_id<TAB>doc_id<TAB>relevance`, found {} field(s)",
+                    fields.len()
                 )));
+            };
+            let rel: u32 = rel.trim().parse().map_err(|_| {
+                err(format!(
+                    "relevance must be a non-negative integer, found `{rel}`"
+                ))
+            })?;
+            let Some(quser) = query_user.get(qid) else {
+                return Err(err(format!("unknown query id `{qid}` (not in {QUERIES})")));
+            };
+            let Some(duser) = doc_user.get(did) else {
+                return Err(err(format!(
+                    "unknown document id `{did}` (not in {CORPUS})"
+                )));
+            };
+            if let Some(duser) = duser {
+                if duser != quser {
+                    return Err(err(format!(
+                        "document `{did}` belongs to user `{duser}` but query `{qid}` is asked by `{quser}`; \
+                         retrieval is scoped to the query's user, so it could never be found"
+                    )));
+                }
             }
+            if pairs.contains(&(qid.to_string(), did.to_string())) {
+                return Err(err(format!("duplicate judgment for `{qid}` → `{did}`")));
+            }
+            Ok((qid.to_string(), did.to_string(), rel))
+        });
+        match parsed {
+            Ok((qid, did, rel)) => {
+                pairs.insert((qid.clone(), did.clone()));
+                judged.entry(qid).or_default().insert(did, rel);
+            }
+            Err(e) => keep_going(e)?,
         }
-        if !pairs.insert((qid.to_string(), did.to_string())) {
-            return Err(err(format!("duplicate judgment for `{qid}` → `{did}`")));
-        }
-        judged
-            .entry(qid.to_string())
-            .or_default()
-            .insert(did.to_string(), rel);
     }
 
     let name = dir
@@ -272,6 +341,7 @@ pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
         qrels: judged,
         data_sha256: hex::encode(hasher.finalize()),
         group_by: group_by.filter(|_| grouped > 0).map(str::to_string),
+        skipped,
     })
 }
 

@@ -278,3 +278,121 @@ fn the_shipped_sets_load() {
         assert_eq!(set.judged_queries().count(), set.queries.len(), "{name}");
     }
 }
+
+#[tokio::test]
+async fn a_bad_line_is_left_out_and_counted_unless_strict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("bad");
+    let mut corpus = CORPUS.to_vec();
+    corpus.insert(1, "{not json");
+    let mut qrels = QRELS.to_vec();
+    qrels.push("q1\tnope\t1");
+    write_set(&set, &corpus, QUERIES, &qrels);
+    let mut config = EvalConfig::new(vec![set.clone()], hashing());
+    config.variants = vec![Variant::Preset(Preset::Bm25)];
+    config.work_dir = Some(tmp.path().join("work"));
+    let report = eval::run(config.clone(), &()).await.unwrap();
+    let info = &report.sets[0];
+    assert_eq!(
+        info.documents, 7,
+        "the six good documents and the reference one"
+    );
+    assert_eq!(info.skipped_lines, 2);
+    assert_eq!(
+        (info.skipped[0].file.as_str(), info.skipped[0].line),
+        ("corpus.jsonl", 2)
+    );
+    assert_eq!(
+        (info.skipped[1].file.as_str(), info.skipped[1].line),
+        ("qrels.tsv", 7)
+    );
+    assert!(info.skipped[1]
+        .message
+        .contains("unknown document id `nope`"));
+    // The same figures as the clean set: nothing else changed.
+    close(report.runs[0].metrics["ndcg@10"], 0.75, "ndcg@10");
+    assert!(report.markdown().contains("2 bad lines left out"));
+
+    config.strict = true;
+    let err = eval::run(config, &()).await.unwrap_err().to_string();
+    assert!(err.contains("corpus.jsonl:2:"), "{err}");
+}
+
+#[tokio::test]
+async fn documents_longer_than_the_text_limit_are_indexed_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("long");
+    let limit = mnemo::policy::Policy::default().limits.max_text_bytes;
+    // The only word the query shares with the document is at its very end,
+    // past the API's text limit and past any embedding window.
+    let long_text = format!(
+        "{} zanzibar",
+        "filler words of a long haystack turn ".repeat(limit / 30)
+    );
+    assert!(long_text.len() > limit);
+    let long = serde_json::json!({"id": "long", "text": long_text, "user_id": "u1",
+        "created_at": "2025-01-01T00:00:00Z", "memory_type": "long_term", "meta": {}})
+    .to_string();
+    let mut corpus = CORPUS.to_vec();
+    corpus.push(&long);
+    let queries = [r#"{"id":"qz","text":"zanzibar","user_id":"u1","meta":{}}"#];
+    write_set(&set, &corpus, &queries, &["qz\tlong\t1"]);
+    let mut config = EvalConfig::new(vec![set], hashing());
+    config.variants = vec![
+        Variant::Preset(Preset::Bm25),
+        Variant::Preset(Preset::Vector),
+    ];
+    config.work_dir = Some(tmp.path().join("work"));
+    let report = eval::run(config, &()).await.unwrap();
+    assert_eq!(report.sets[0].documents_over_text_limit, 1);
+    assert_eq!(report.sets[0].skipped_lines, 0);
+    assert_eq!(report.runs[0].metrics["recall_any@1"], 1.0);
+    assert!(report
+        .markdown()
+        .contains("longer than the API's text limit"));
+}
+
+#[tokio::test]
+async fn several_comparisons_and_the_models_cosine_spread_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("tiny");
+    write_set(&set, CORPUS, QUERIES, QRELS);
+    let mut config = EvalConfig::new(vec![set], hashing());
+    config.variants = vec![
+        Variant::Preset(Preset::Bm25),
+        Variant::Preset(Preset::Vector),
+        Variant::Preset(Preset::Hybrid),
+    ];
+    config.compare = vec![
+        ("bm25".into(), "hybrid".into()),
+        ("vector".into(), "hybrid".into()),
+    ];
+    config.cache_dir = Some(tmp.path().join("cache"));
+    config.work_dir = Some(tmp.path().join("work"));
+    let report = eval::run(config.clone(), &()).await.unwrap();
+    let pairs: Vec<(&str, &str)> = report
+        .comparisons
+        .iter()
+        .map(|c| (c.a.as_str(), c.b.as_str()))
+        .collect();
+    assert_eq!(pairs, [("bm25", "hybrid"), ("vector", "hybrid")]);
+    let info = &report.sets[0];
+    let sim = info
+        .similarity
+        .as_ref()
+        .expect("a vector run measures cosines");
+    // Five relevant judgments (q1→d1, q2→r1, q3→d2, q4→d3, q4→r1).
+    assert_eq!(sim.query_relevant.as_ref().unwrap().pairs, 5);
+    assert_eq!(sim.passage_relevant.as_ref().unwrap().pairs, 5);
+    let unrelated = sim.query_unrelated.as_ref().unwrap();
+    assert!(unrelated.pairs >= 4 * 5, "{unrelated:?}");
+    assert!(unrelated.p5 <= unrelated.p50 && unrelated.p50 <= unrelated.p95);
+    // Every query was embedded (and timed) once, whatever the number of runs.
+    let e = info.query_embed_ms.as_ref().unwrap();
+    assert_eq!(e.measured, 4);
+    // A second run reads the query vectors from the cache file; the first
+    // 200 queries are timed anyway.
+    let again = eval::run(config, &()).await.unwrap();
+    assert_eq!(again.sets[0].query_embeddings_cached, 0);
+    assert_eq!(again.runs[2].metrics, report.runs[2].metrics);
+}

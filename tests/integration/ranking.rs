@@ -144,3 +144,56 @@ async fn expired_memories_are_not_returned() {
     clock.advance(Duration::days(3));
     assert!(engine.search(search()).await.unwrap().hits.is_empty());
 }
+
+#[tokio::test]
+async fn every_fusion_method_explains_each_hit_with_raw_scores_and_contributions() {
+    use mnemo::policy::FusionKind;
+    for method in [
+        FusionKind::Dbsf,
+        FusionKind::MinMax,
+        FusionKind::Weighted,
+        FusionKind::Rrf,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut policy = mnemo::policy::Policy::default();
+        policy.retrieval.fusion.method = method;
+        policy.embedding.all_minilm_l6_v2.min_vector_similarity = 0.0;
+        let engine = engine_with(dir.path(), Arc::new(manual()), policy).await;
+        let actor = Actor::local("test");
+        engine
+            .add(
+                &actor,
+                vec![
+                    long_term("u", "the user drinks green tea every morning"),
+                    long_term("u", "the user bought a green bicycle"),
+                    long_term("u", "the meeting moved to Thursday"),
+                ],
+                true,
+            )
+            .await
+            .unwrap();
+        let hits = engine
+            .search(SearchRequest::new(Scope::user("u"), "green tea"))
+            .await
+            .unwrap()
+            .hits;
+        assert!(!hits.is_empty(), "{method:?}");
+        assert!(
+            hits[0].memory.text.contains("green tea"),
+            "{method:?}: {hits:#?}"
+        );
+        for h in &hits {
+            let b = &h.breakdown;
+            let sum = b.bm25_contribution.unwrap_or(0.0) + b.vector_contribution.unwrap_or(0.0);
+            assert!((sum - b.fused_score).abs() < 1e-5, "{method:?}: {b:?}");
+            assert_eq!(b.bm25_score.is_some(), b.bm25_contribution.is_some());
+            assert_eq!(
+                b.vector_similarity.is_some(),
+                b.vector_contribution.is_some()
+            );
+            if let Some(s) = b.vector_similarity {
+                assert!((-1.0..=1.0).contains(&s), "the raw cosine is kept: {s}");
+            }
+        }
+    }
+}

@@ -158,7 +158,7 @@ pub async fn start(
         }
         config.ks = k;
     }
-    config.compare = body.compare.map(|[a, b]| (a, b));
+    config.compare = body.compare.map(|[a, b]| vec![(a, b)]).unwrap_or_default();
     config.policy = state.engine.policy().clone();
     config.cache_dir = Some(jobs.out_dir.join("cache"));
 
