@@ -18,7 +18,7 @@
 //!      before/after text, their embedding-cache entries, threads
 //!      with their messages and tool payloads — with `secure_delete` zeroing
 //!      the freed pages, then checkpoints the WAL (SQLite), or `VACUUM`s the
-//!      touched tables (PostgreSQL, see `store/postgres.rs` for what that does
+//!      touched tables (PostgreSQL, see `store/sql/postgres.rs` for what that does
 //!      and does not remove);
 //! 3. replace the intent with a content-free tombstone (hashed user id,
 //!    counts, actor, time).
