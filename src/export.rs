@@ -255,9 +255,8 @@ impl Engine {
     where
         W: AsyncWrite + Unpin + Send,
     {
-        self.check_export(actor, user_id)?;
+        self.check_export(actor, user_id).await?;
         let tenant_id = actor.tenant_id.as_str();
-        self.refuse_if_erasing(tenant_id, user_id).await?;
         let mut hasher = Sha256::new();
         let mut counts = BTreeMap::new();
         for table in user_tables() {
@@ -304,10 +303,15 @@ impl Engine {
         Ok(manifest)
     }
 
-    /// Who may export a user: the user's own key, admin keys, agent keys if
-    /// the policy allows.
-    pub fn check_export(&self, actor: &Actor, user_id: &str) -> Result<()> {
+    /// Whether the actor may export this user now: the user's own key,
+    /// admin keys, agent keys if the policy allows; not during an erasure.
+    pub async fn check_export(&self, actor: &Actor, user_id: &str) -> Result<()> {
         validate_id("user_id", user_id)?;
+        self.may_export(actor, user_id)?;
+        self.refuse_if_erasing(&actor.tenant_id, user_id).await
+    }
+
+    fn may_export(&self, actor: &Actor, user_id: &str) -> Result<()> {
         match &actor.user_id {
             Some(own) if own == user_id => Ok(()),
             Some(_) => Err(Error::Forbidden(
