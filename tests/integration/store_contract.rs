@@ -1942,12 +1942,27 @@ async fn user_rows_export_and_import_one_user_all_or_nothing(b: Backend) {
     }
     insert(s, &ms).await;
     insert(s, &[memory(Some("other"), Tier::LongTerm, "not mine")]).await;
-    let thread = thread("u");
-    s.insert_thread(&thread).await.unwrap();
+    let th = thread("u");
+    s.insert_thread(&th).await.unwrap();
+    let mut seqs = Vec::new();
     for i in 0..3 {
-        let m = message(&thread, MessageRole::User, &format!("m{i}"));
-        s.append_message(&m, None).await.unwrap();
+        let m = message(&th, MessageRole::User, &format!("m{i}"));
+        seqs.push(s.append_message(&m, None).await.unwrap().seq);
     }
+    // A summary up to the second message.
+    let at = t0() + Duration::minutes(1);
+    let claimed = s.claim_extraction(th.id, t0(), at).await.unwrap();
+    s.finish_extraction(&claimed.iter().map(|m| m.seq).collect::<Vec<_>>(), true)
+        .await
+        .unwrap();
+    let summary = Summary {
+        text: "so far".into(),
+        ..Default::default()
+    };
+    assert!(s
+        .compact_thread(th.id, 0, seqs[1], &summary, at)
+        .await
+        .unwrap());
     // Keyset pages of 3 give every row of the user once, and none of others.
     let mut exported: Vec<(&Table, Vec<Vec<Value>>)> = Vec::new();
     for name in USER_TABLES {
@@ -1991,6 +2006,13 @@ async fn user_rows_export_and_import_one_user_all_or_nothing(b: Backend) {
         .is_err());
     // After an erasure the rows come back, same ids and fields.
     s.erase_user("default", "u").await.unwrap();
+    // Another user's messages take the next sequence numbers meanwhile.
+    let elsewhere = thread("other");
+    s.insert_thread(&elsewhere).await.unwrap();
+    for i in 0..5 {
+        let m = message(&elsewhere, MessageRole::User, &format!("o{i}"));
+        s.append_message(&m, None).await.unwrap();
+    }
     let written = s.import_user_rows("default", "u", &exported).await.unwrap();
     assert_eq!(written, 7 + 7 + 1 + 3);
     let back = s
@@ -2001,7 +2023,19 @@ async fn user_rows_export_and_import_one_user_all_or_nothing(b: Backend) {
         assert_eq!(back.get(&m.id), Some(m));
     }
     assert_eq!(s.history(ms[0].id).await.unwrap().len(), 1);
-    assert_eq!(s.thread_messages(thread.id, false).await.unwrap().len(), 3);
+    let back = s.thread_messages(th.id, false).await.unwrap();
+    assert_eq!(
+        back.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+        ["m0", "m1", "m2"]
+    );
+    assert!(back[0].seq > seqs[2], "renumbered after the other user's");
+    let restored = s.get_thread("default", th.id).await.unwrap().unwrap();
+    assert_eq!(restored.summary, summary);
+    assert_eq!(
+        restored.summary_upto_seq, back[1].seq,
+        "the summary bound follows"
+    );
+    assert_eq!(s.thread_messages(th.id, true).await.unwrap().len(), 1);
     // No import while the user is being erased.
     s.erase_user("default", "u").await.unwrap();
     s.begin_erasure("default", "u", "admin", t0())
