@@ -160,6 +160,29 @@ pub enum Command {
         #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
         tenant: String,
     },
+    /// Write everything Mnemo holds of a user as JSON Lines, manifest last.
+    Export {
+        #[arg(long)]
+        user: String,
+        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        tenant: String,
+        /// Where to write (default: stdout).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Restore an export (verified first; a bad file writes nothing).
+    Import {
+        #[arg(long)]
+        file: PathBuf,
+        /// Import as this user (default: the export's).
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        tenant: String,
+        /// Erase the user's existing data first instead of refusing.
+        #[arg(long)]
+        replace: bool,
+    },
     /// Count what every store still holds of a user.
     VerifyErasure {
         #[arg(long)]
@@ -368,6 +391,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stats => stats(&cli.global).await,
         Command::Eval(e) => eval(&cli.global, e).await,
         Command::Forget { user, tenant } => forget(&cli.global, &tenant, &user).await,
+        Command::Export { user, tenant, out } => {
+            export(&cli.global, &tenant, &user, out.as_deref()).await
+        }
+        Command::Import {
+            file,
+            user,
+            tenant,
+            replace,
+        } => import(&cli.global, &tenant, user.as_deref(), &file, replace).await,
         Command::VerifyErasure { user, tenant } => {
             verify_erasure(&cli.global, &tenant, &user).await
         }
@@ -905,6 +937,47 @@ async fn forget(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Result<()> 
     let engine = open_engine(g).await?;
     let receipt = engine.forget_user(&tenant_operator(tenant), user).await?;
     println!("{}", serde_json::to_string_pretty(&receipt)?);
+    engine.shutdown().await?;
+    Ok(())
+}
+
+async fn export(
+    g: &GlobalArgs,
+    tenant: &str,
+    user: &str,
+    out: Option<&Path>,
+) -> anyhow::Result<()> {
+    let engine = open_engine(g).await?;
+    let actor = tenant_operator(tenant);
+    let manifest = match out {
+        Some(path) => {
+            let file = tokio::fs::File::create(path).await?;
+            let mut w = tokio::io::BufWriter::new(file);
+            engine.export_user(&actor, user, &mut w).await?
+        }
+        None => {
+            let mut w = tokio::io::BufWriter::new(tokio::io::stdout());
+            engine.export_user(&actor, user, &mut w).await?
+        }
+    };
+    eprintln!("exported {:?}, sha256 {}", manifest.counts, manifest.sha256);
+    engine.shutdown().await?;
+    Ok(())
+}
+
+async fn import(
+    g: &GlobalArgs,
+    tenant: &str,
+    user: Option<&str>,
+    file: &Path,
+    replace: bool,
+) -> anyhow::Result<()> {
+    let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let engine = open_engine(g).await?;
+    let report = engine
+        .import_user(&tenant_operator(tenant), user, &data, replace)
+        .await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
     engine.shutdown().await?;
     Ok(())
 }

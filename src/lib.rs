@@ -61,6 +61,7 @@ pub mod embed;
 pub mod erasure;
 pub mod error;
 pub mod eval;
+pub mod export;
 pub mod jobs;
 pub mod keys;
 pub mod lexical;

@@ -27,6 +27,17 @@ pub struct Policy {
     pub jobs: JobsPolicy,
     pub agent: AgentPolicy,
     pub embedding: EmbeddingPolicy,
+    pub export: ExportPolicy,
+}
+
+/// Who may export a user's data (`GET /v1/users/{user_id}/export`): the
+/// user's own key and admin keys always; unbound agent keys only when allowed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExportPolicy {
+    /// Agent keys (acting for every user of their tenant) may export any
+    /// user of the tenant. Off by default: an export is all of a user's data.
+    pub allow_agent_keys: bool,
 }
 
 /// Which embedding model embeds memories and queries, and what "similar"

@@ -193,6 +193,8 @@ impl AppState {
         routes::reference::delete_document,
         routes::users::forget_user,
         routes::users::verify_erasure,
+        routes::export::export,
+        routes::export::import,
         routes::evals::start,
         routes::evals::get,
         routes::ops::healthz,
@@ -392,6 +394,12 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/v1/users/{user_id}/erasure",
             get(routes::users::verify_erasure),
+        )
+        .route("/v1/users/{user_id}/export", get(routes::export::export))
+        .route(
+            "/v1/users/{user_id}/import",
+            post(routes::export::import)
+                .layer(DefaultBodyLimit::max(routes::export::MAX_IMPORT_BYTES)),
         )
         .route("/v1/memories/{id}/lineage", get(routes::inspect::lineage))
         .route("/v1/whoami", get(routes::inspect::whoami))

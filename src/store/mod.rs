@@ -533,6 +533,31 @@ pub trait TableCopy: Send + Sync {
     /// Returns how many rows were new.
     async fn import_rows(&self, table: &Table, rows: &[Vec<Value>]) -> Result<u64>;
     async fn count_rows(&self, table: &Table) -> Result<u64>;
+    /// [`TableCopy::export_rows`] narrowed to one user's rows (`table` has
+    /// `tenant_id` and `user_id` columns; see [`tables::USER_TABLES`]): the
+    /// pages of an export (`mnemo export`).
+    async fn export_user_rows(
+        &self,
+        table: &Table,
+        tenant_id: &str,
+        user_id: &str,
+        after: Option<&[Value]>,
+        limit: usize,
+    ) -> Result<Vec<Vec<Value>>>;
+    /// Restores one user's rows (`mnemo import`), all tables in one
+    /// transaction: all or nothing. Every row must belong to
+    /// (`tenant_id`, `user_id`) (`InvalidInput` otherwise). Rows are inserted
+    /// as given, except that a generated key (audit and message `seq`) is
+    /// assigned anew in the given order, and a thread's `summary_upto_seq`
+    /// follows its messages' new numbers. A row whose key exists already is
+    /// a `Conflict` (nothing written), and so is an erasure of the user in
+    /// progress. Returns how many rows were written.
+    async fn import_user_rows(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        tables: &[(&Table, Vec<Vec<Value>>)],
+    ) -> Result<u64>;
 }
 
 /// One entry of the change feed.

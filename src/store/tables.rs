@@ -246,6 +246,18 @@ pub const TABLES: &[Table] = &[
     },
 ];
 
+/// The tables that hold a user's own rows (each has `tenant_id` and
+/// `user_id` columns), in an order an import can follow: what an export of
+/// the user carries. The embedding cache is left out: it is derived (the
+/// import embeds again).
+pub const USER_TABLES: &[&str] = &[
+    "memories",
+    "audit_events",
+    "threads",
+    "messages",
+    "message_payloads",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +270,12 @@ mod tests {
         assert_eq!(names.len(), TABLES.len());
         for t in TABLES {
             assert_eq!(t.key_positions().len(), t.key.len(), "{}", t.name);
+        }
+        for name in USER_TABLES {
+            let t = Table::by_name(name).expect("a user table is a table");
+            for col in ["tenant_id", "user_id"] {
+                assert!(t.columns.iter().any(|(c, _)| *c == col), "{name}.{col}");
+            }
         }
     }
 }

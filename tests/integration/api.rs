@@ -1211,6 +1211,8 @@ async fn openapi_documents_every_route() {
         ("delete", "/v1/reference/documents/{id}"),
         ("delete", "/v1/users/{user_id}"),
         ("get", "/v1/users/{user_id}/erasure"),
+        ("get", "/v1/users/{user_id}/export"),
+        ("post", "/v1/users/{user_id}/import"),
         ("post", "/v1/threads"),
         ("get", "/v1/threads/{id}"),
         ("post", "/v1/threads/{id}/messages"),

@@ -13,6 +13,7 @@ mod api;
 mod crash;
 mod engine;
 mod eval;
+mod export;
 mod forget;
 mod inspect;
 mod isolation;

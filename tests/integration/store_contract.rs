@@ -76,6 +76,7 @@ contract_tests!(
     two_nodes_racing_for_a_lease_one_wins,
     erase_user_leaves_nothing_and_spares_others,
     export_and_import_rows_copy_a_store,
+    user_rows_export_and_import_one_user_all_or_nothing,
     no_memory_lands_for_a_user_being_erased,
     threads_messages_payloads_round_trip,
     turn_leases_and_extraction_claims,
@@ -1941,4 +1942,120 @@ async fn a_node_that_stopped_heartbeating_is_not_waited_for(b: Backend) {
     c.store.remove_node("node-b").await.unwrap();
     let v = c.a.verify_erasure(&actor, "carol").await.unwrap();
     assert_eq!(v.live_nodes, 0);
+}
+
+async fn user_rows_export_and_import_one_user_all_or_nothing(b: Backend) {
+    use mnemo::store::tables::{Table, Value, USER_TABLES};
+    let s = b.store.as_ref();
+    let mut ms = Vec::new();
+    for i in 0..7 {
+        ms.push(memory(Some("u"), Tier::LongTerm, &format!("mine {i}")));
+    }
+    insert(s, &ms).await;
+    insert(s, &[memory(Some("other"), Tier::LongTerm, "not mine")]).await;
+    let th = thread("u");
+    s.insert_thread(&th).await.unwrap();
+    let mut seqs = Vec::new();
+    for i in 0..3 {
+        let m = message(&th, MessageRole::User, &format!("m{i}"));
+        seqs.push(s.append_message(&m, None).await.unwrap().seq);
+    }
+    // A summary up to the second message.
+    let at = t0() + Duration::minutes(1);
+    let claimed = s.claim_extraction(th.id, t0(), at).await.unwrap();
+    s.finish_extraction(&claimed.iter().map(|m| m.seq).collect::<Vec<_>>(), true)
+        .await
+        .unwrap();
+    let summary = Summary {
+        text: "so far".into(),
+        ..Default::default()
+    };
+    assert!(s
+        .compact_thread(th.id, 0, seqs[1], &summary, at)
+        .await
+        .unwrap());
+    // Keyset pages of 3 give every row of the user once, and none of others.
+    let mut exported: Vec<(&Table, Vec<Vec<Value>>)> = Vec::new();
+    for name in USER_TABLES {
+        let t = Table::by_name(name).unwrap();
+        let mut rows = Vec::new();
+        let mut after: Option<Vec<Value>> = None;
+        loop {
+            let page = s
+                .export_user_rows(t, "default", "u", after.as_deref(), 3)
+                .await
+                .unwrap();
+            let Some(last) = page.last() else { break };
+            after = Some(t.key_of(last));
+            rows.extend(page);
+        }
+        exported.push((t, rows));
+    }
+    let count = |name: &str| {
+        exported
+            .iter()
+            .find(|(t, _)| t.name == name)
+            .unwrap()
+            .1
+            .len()
+    };
+    assert_eq!(count("memories"), 7);
+    assert_eq!(count("audit_events"), 7);
+    assert_eq!(count("threads"), 1);
+    assert_eq!(count("messages"), 3);
+    // While the rows exist, an import is a conflict and writes nothing more.
+    let err = s
+        .import_user_rows("default", "u", &exported)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert_eq!(s.user_footprint("default", "u").await.unwrap().memories, 7);
+    // A row of another user is refused.
+    assert!(s
+        .import_user_rows("default", "other", &exported)
+        .await
+        .is_err());
+    // After an erasure the rows come back, same ids and fields.
+    s.erase_user("default", "u").await.unwrap();
+    // Another user's messages take the next sequence numbers meanwhile.
+    let elsewhere = thread("other");
+    s.insert_thread(&elsewhere).await.unwrap();
+    for i in 0..5 {
+        let m = message(&elsewhere, MessageRole::User, &format!("o{i}"));
+        s.append_message(&m, None).await.unwrap();
+    }
+    let written = s.import_user_rows("default", "u", &exported).await.unwrap();
+    assert_eq!(written, 7 + 7 + 1 + 3);
+    let back = s
+        .get_many(&ms.iter().map(|m| m.id).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    for m in &ms {
+        assert_eq!(back.get(&m.id), Some(m));
+    }
+    assert_eq!(s.history(ms[0].id).await.unwrap().len(), 1);
+    let back = s.thread_messages(th.id, false).await.unwrap();
+    assert_eq!(
+        back.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+        ["m0", "m1", "m2"]
+    );
+    assert!(back[0].seq > seqs[2], "renumbered after the other user's");
+    let restored = s.get_thread("default", th.id).await.unwrap().unwrap();
+    assert_eq!(restored.summary, summary);
+    assert_eq!(
+        restored.summary_upto_seq, back[1].seq,
+        "the summary bound follows"
+    );
+    assert_eq!(s.thread_messages(th.id, true).await.unwrap().len(), 1);
+    // No import while the user is being erased.
+    s.erase_user("default", "u").await.unwrap();
+    s.begin_erasure("default", "u", "admin", t0())
+        .await
+        .unwrap();
+    let err = s
+        .import_user_rows("default", "u", &exported)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert_eq!(s.user_footprint("default", "u").await.unwrap().memories, 0);
 }

@@ -6,6 +6,7 @@
 pub mod chat;
 pub mod context;
 pub mod evals;
+pub mod export;
 pub mod inspect;
 pub mod memories;
 pub mod ops;
