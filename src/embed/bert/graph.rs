@@ -24,7 +24,7 @@
 //! into the same kernel at its highest optimisation level).
 
 use super::proto::{Attr, DataType, Dim, Graph, Model, Node, Tensor, ValueInfo};
-use super::{quantise_columns, BertWeights, Linear, Norm, Precision, WordTable};
+use super::{quantise_columns, BertWeights, Int8, Linear, Norm, Precision, WordTable};
 
 /// Opset of every standard operator used (LayerNormalization needs 17).
 pub const OPSET: i64 = 17;
@@ -136,7 +136,7 @@ impl Builder {
                 let mm = self.op("MatMul", &format!("{prefix}.matmul"), &[x, &w]);
                 self.op("Add", &out, &[&mm, &b])
             }
-            Precision::DynamicInt8(ops) => {
+            Precision::DynamicInt8(Int8 { ops, .. }) => {
                 let (q, scale) = quantise_columns(&l.w, l.out);
                 let wq = self.init(
                     &format!("{prefix}.weight_q"),
@@ -334,6 +334,15 @@ pub fn build(w: &BertWeights, precision: Precision, meta: &GraphMeta) -> Model {
         let r = g.op("Add", &p("attn.residual"), &[&x, &ao]);
         x = g.layer_norm(&p("aln"), &r, &layer.aln, eps);
 
+        let precision = g.precision;
+        if let Precision::DynamicInt8(Int8 {
+            fp32_ffn_layers, ..
+        }) = precision
+        {
+            if l < fp32_ffn_layers {
+                g.precision = Precision::Fp32;
+            }
+        }
         let i = g.linear(&p("fi"), &x, &layer.fi);
         let e = g.op("Mul", &p("gelu.div"), &[&i, &inv_sqrt2]);
         let e = g.op("Erf", &p("gelu.erf"), &[&e]);
@@ -341,13 +350,18 @@ pub fn build(w: &BertWeights, precision: Precision, meta: &GraphMeta) -> Model {
         let e = g.op("Mul", &p("gelu.mul"), &[&i, &e]);
         let e = g.op("Mul", &p("gelu.out"), &[&e, &half_f]);
         let o = g.linear(&p("fo"), &e, &layer.fo);
+        g.precision = precision;
         let r = g.op("Add", &p("ffn.residual"), &[&x, &o]);
         x = g.layer_norm(&p("oln"), &r, &layer.oln, eps);
     }
     g.op("Identity", "last_hidden_state", &[&x]);
 
     let mut opset_imports = vec![("", OPSET)];
-    if precision == Precision::DynamicInt8(Int8Ops::DynamicQuantizeMatMul) {
+    if let Precision::DynamicInt8(Int8 {
+        ops: Int8Ops::DynamicQuantizeMatMul,
+        ..
+    }) = precision
+    {
         opset_imports.push((MS_DOMAIN, 1));
     }
     let batch_seq = || vec![Dim::Param("batch"), Dim::Param("sequence")];
