@@ -41,6 +41,9 @@ fn passage(i: usize) -> String {
         .join(" ")
 }
 
+/// (label, model, built in-process with standard ops).
+type Variant = (&'static str, &'static ModelSpec, bool);
+
 struct Row {
     label: String,
     embedder: OnnxEmbedder,
@@ -150,7 +153,7 @@ fn main() {
     let paths = AssetPaths::from_env();
     assets::verify(paths.root()).expect("model assets (run `mnemo setup`)");
 
-    let families: [(&str, Vec<(&str, &'static ModelSpec, bool)>); 2] = [
+    let families: [(&str, Vec<Variant>); 2] = [
         (
             "all-MiniLM-L6-v2",
             vec![
