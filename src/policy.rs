@@ -105,7 +105,10 @@ impl Default for EmbeddingPolicy {
 impl EmbeddingPolicy {
     /// The thresholds stated for `model` (a model name), if any.
     pub fn thresholds_for(&self, model: &str) -> Option<&ModelCalibration> {
-        match model {
+        // Every graph of one model (int8, fp32, an older export) shares the
+        // model's table: same weights, cosines within about 1% of each other.
+        let family = crate::embed::assets::model_by_name(model).map_or(model, |spec| spec.dir);
+        match family {
             "all-minilm-l6-v2" => Some(&self.all_minilm_l6_v2),
             "multilingual-e5-small" => Some(&self.multilingual_e5_small),
             _ => None,
