@@ -348,7 +348,9 @@ def scenario_admin_key(p, keys, ids, run_eval):
     p.shot("inspector-operations")
     p.d.find_element(By.CSS_SELECTOR, "#new-secret button:last-child").click()  # Done: the secret is gone
     p.wait(lambda d: not d.find_elements(By.CSS_SELECTOR, "#new-secret code.secret"), what="secret to go")
-    carol = [r for r in p.all("table.keys tr[data-key]") if "carol" in r.text][0]
+    # The table is drawn again after "Done"; carol's row exists only in the new one.
+    carol = p.wait(lambda d: d.find_element(
+        By.XPATH, "//table[contains(@class, 'keys')]//tr[td[normalize-space()='carol']]"), what="carol's key row")
     carol.find_element(By.CSS_SELECTOR, "button.reject").click()
     p.d.switch_to.alert.accept()
     p.text("#toast", "Revoked")
