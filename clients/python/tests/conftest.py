@@ -10,8 +10,10 @@ asset is an error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -149,8 +151,9 @@ def fake_model():
     model.server_close()
 
 
-@pytest.fixture(scope="session")
-def server(fake_model: FakeModel):
+@contextlib.contextmanager
+def serve(fake_model: FakeModel, **extra_env: str):
+    """A `mnemo serve` on its own data directory, with its keys."""
     bin_ = env("MNEMO_BIN")
     env("MNEMO_ASSETS_DIR")
     with tempfile.TemporaryDirectory(prefix="mnemo-pyclient-") as tmp:
@@ -170,6 +173,7 @@ def server(fake_model: FakeModel):
             "MNEMO_LLM_CONTEXT_TOKENS": "8192",
             "MNEMO_LLM_TIMEOUT_SECS": "10",
             "MNEMO_LLM_MAX_RETRIES": "0",
+            **extra_env,
         }
         with open(log, "wb") as out:
             proc = subprocess.Popen([bin_, "serve"], env=child_env, stdout=out, stderr=subprocess.STDOUT)
@@ -195,6 +199,37 @@ def server(fake_model: FakeModel):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture(scope="session")
+def server(fake_model: FakeModel):
+    with serve(fake_model) as s:
+        yield s
+
+
+#: The limits of `limited_server`.
+THREADS_PER_USER = 2
+REQUESTS_PER_SECOND = 5
+BURST = 20
+
+
+@pytest.fixture(scope="module")
+def limited_server(fake_model: FakeModel, tmp_path_factory):
+    """A server with tight limits: `DELETE /v1/users/{id}` never waits (an
+    erasure not done at once answers 202 with its status URL), two threads
+    per user, and a per-key rate of 5 requests per second (burst 20)."""
+    policy = (REPO / "memory_policies.toml").read_text()
+    for name, value in (
+        ("max_threads_per_user", THREADS_PER_USER),
+        ("requests_per_second_per_key", float(REQUESTS_PER_SECOND)),
+        ("burst_per_key", BURST),
+    ):
+        policy, n = re.subn(rf"(?m)^{name} = .*$", f"{name} = {value}", policy)
+        assert n == 1, name
+    path = tmp_path_factory.mktemp("policy") / "policy.toml"
+    path.write_text(policy)
+    with serve(fake_model, MNEMO_ERASURE_WAIT_SECS="0", MNEMO_POLICY=str(path)) as s:
+        yield s
 
 
 @pytest.fixture()

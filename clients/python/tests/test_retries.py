@@ -145,9 +145,15 @@ def test_every_server_error_code_has_its_own_class():
     assert codes == set(ERROR_CODES)
     classes = {error_class(0, code) for code in codes}
     assert len(classes) == len(codes), "one class per code"
-    statuses = dict(re.findall(r"ErrorCode::(\w+) => (\d{3})", source))
+    statuses = {
+        variant: status
+        for arm, status in re.findall(r"((?:ErrorCode::\w+\s*\|\s*)*ErrorCode::\w+) => (\d{3})", source)
+        for variant in re.findall(r"ErrorCode::(\w+)", arm)
+    }
+    assert set(statuses) == set(variants), "every code has its status"
     assert error_class(429, None) is mnemo.RateLimitedError
     assert statuses["RateLimited"] == "429" and statuses["Conflict"] == "409"
+    assert statuses["QuotaExceeded"] == "409" and statuses["PayloadTooLarge"] == "413"
 
 
 class Silent:
@@ -216,3 +222,71 @@ async def test_the_async_client_retries_the_same_way():
         c._sleep = sleep
         assert (await c.health()).status == "ok"
     assert slept == [1.0]
+
+
+RECEIPT = {
+    "user_id": "u",
+    "erased": dict.fromkeys(
+        ["memories", "candidates", "threads", "messages", "audit_events", "lexical_docs", "vectors", "cached_embeddings"], 1
+    ),
+    "completed_at": "2026-01-01T00:00:00Z",
+}
+ACCEPTED = {"user_id": "a b", "status": "in_progress", "status_url": "/v1/users/a%20b/erasure"}
+
+
+def verification(status: str) -> dict:
+    counts = 0 if status == "erased" else 1
+    return {
+        "user_id": "a b", "status": status, "memories": counts, "audit_events": counts, "threads": 0,
+        "messages": 0, "lexical_docs": counts, "vectors": counts, "pending_erasure": status == "in_progress",
+        "live_nodes": 0, "nodes_behind": [], "erased": status == "erased", "last_erasure_at": None,
+    }
+
+
+def test_forget_user_returns_a_200_receipt_without_polling():
+    script = Script(httpx.Response(200, json=RECEIPT))
+    c, slept = client_for(script)
+    receipt = c.forget_user("u")
+    assert isinstance(receipt, mnemo.models.ErasureReceipt) and receipt.erased.vectors == 1
+    assert len(script.requests) == 1 and not slept
+
+
+def test_forget_user_follows_the_202_status_url_until_erased():
+    script = Script(
+        httpx.Response(202, json=ACCEPTED, headers={"location": ACCEPTED["status_url"]}),
+        httpx.Response(200, json=verification("in_progress")),
+        httpx.Response(200, json=verification("in_progress")),
+        httpx.Response(200, json=verification("erased")),
+    )
+    c, slept = client_for(script)
+    done = c.forget_user("a b", poll_interval=0.25)
+    assert isinstance(done, mnemo.models.ErasureVerification) and done.status == "erased"
+    assert [r.method for r in script.requests] == ["DELETE", "GET", "GET", "GET"]
+    assert script.requests[0].url.raw_path == b"/v1/users/a%20b"
+    assert {r.url.raw_path for r in script.requests[1:]} == {b"/v1/users/a%20b/erasure"}
+    assert slept == [0.25, 0.25]
+
+
+def test_forget_user_without_wait_returns_the_in_progress_status():
+    script = Script(httpx.Response(202, json=ACCEPTED))
+    c, _ = client_for(script)
+    accepted = c.forget_user("a b", wait=False)
+    assert isinstance(accepted, mnemo.models.ErasureAccepted) and accepted.status == "in_progress"
+    assert len(script.requests) == 1
+
+
+def test_forget_user_gives_up_waiting_after_its_timeout():
+    script = Script(httpx.Response(202, json=ACCEPTED), httpx.Response(200, json=verification("in_progress")))
+    c, _ = client_for(script)
+    with pytest.raises(mnemo.APITimeoutError, match="still in progress"):
+        c.forget_user("a b", timeout=0)
+
+
+def test_quota_and_oversized_requests_have_their_classes():
+    assert error_class(409, "quota_exceeded") is mnemo.QuotaExceededError
+    assert issubclass(mnemo.QuotaExceededError, mnemo.ConflictError)
+    for status in (413, 414, 431):
+        assert error_class(status, None) is mnemo.PayloadTooLargeError
+    c, _ = client_for(Script(error(409, "quota_exceeded")), max_retries=3)
+    with pytest.raises(mnemo.QuotaExceededError):
+        c.create_thread(user_id="u")

@@ -530,8 +530,9 @@ pub struct JobView {
     pub running: bool,
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub last_completed_at: Option<DateTime<Utc>>,
-    /// The last run's counters (`scanned`, `counts`, `elapsed_ms`, …).
-    #[schema(value_type = Object)]
+    /// The last run's counters (`scanned`, `counts`, `elapsed_ms`, …);
+    /// `null` before the first run.
+    #[schema(value_type = Option<Object>)]
     pub last_stats: Option<serde_json::Value>,
 }
 

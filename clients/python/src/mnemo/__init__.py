@@ -24,6 +24,7 @@ from .errors import (
     OverloadedError,
     PayloadTooLargeError,
     PermissionDeniedError,
+    QuotaExceededError,
     RateLimitedError,
     ServiceUnavailableError,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "OverloadedError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "QuotaExceededError",
     "RateLimitedError",
     "Retry",
     "ServiceUnavailableError",

@@ -383,9 +383,27 @@ def create_thread(*, user_id: Optional[str] = None, goal: Optional[str] = None) 
     return Call("POST", "/v1/threads", _model(m.Thread), json=body.to_json())
 
 
-def get_thread(thread_id: Id) -> Call[m.ThreadView]:
-    """The thread's working memory: goal, summary, recent messages."""
-    return Call("GET", f"/v1/threads/{_seg(thread_id)}", _model(m.ThreadView))
+#: The query parameters of ``GET /v1/threads/{id}`` and ``GET /v1/users``.
+THREAD_PAGE_PARAMS = ("limit", "before", "include_compacted")
+USERS_PARAMS = ("cursor",)
+
+
+def get_thread(
+    thread_id: Id,
+    *,
+    limit: Optional[int] = None,
+    before: Optional[int] = None,
+    include_compacted: bool = False,
+) -> Call[m.ThreadView]:
+    """The thread's working memory: goal, summary and one page of messages,
+    the newest ``limit`` (1..=200, default 200) with a ``seq`` below
+    ``before``; ``include_compacted=True`` pages through the whole history.
+    The page's ``next_before`` is the ``before`` of the next, older page
+    (or use ``history_pages``)."""
+    params = _none_unset(limit=limit, before=before)
+    if include_compacted:
+        params["include_compacted"] = "true"
+    return Call("GET", f"/v1/threads/{_seg(thread_id)}", _model(m.ThreadView), params=params)
 
 
 def append(
@@ -478,15 +496,112 @@ def delete_document(document_id: str) -> Call[m.DocumentDeleted]:
     )
 
 
-def forget_user(user_id: str) -> Call[m.ErasureReceipt]:
-    """Erases every trace of a user from every store (irreversible); the
-    receipt counts what was removed."""
-    return Call("DELETE", f"/v1/users/{_seg(user_id)}", _model(m.ErasureReceipt))
+def _erasure_answer(body: Any) -> Union[m.ErasureReceipt, m.ErasureAccepted]:
+    # 200 is the receipt, 202 the in-progress status: told apart by shape.
+    if isinstance(body, dict) and "status_url" in body:
+        return m.ErasureAccepted.model_validate(body)
+    return m.ErasureReceipt.model_validate(body)
+
+
+def start_erasure(user_id: str) -> Call[Union[m.ErasureReceipt, m.ErasureAccepted]]:
+    """``DELETE /v1/users/{user_id}`` as sent once: the receipt when the
+    erasure finished within the server's wait (200), else its in-progress
+    status (202). ``forget_user`` builds on it."""
+    return Call("DELETE", f"/v1/users/{_seg(user_id)}", _erasure_answer)
 
 
 def verify_erasure(user_id: str) -> Call[m.ErasureVerification]:
-    """What every store still holds of a user (all zero once erased)."""
+    """What every store still holds of a user (all zero once erased) and
+    where the erasure stands (``status``)."""
     return Call("GET", f"/v1/users/{_seg(user_id)}/erasure", _model(m.ErasureVerification))
+
+
+def erasure_status(status_url: str) -> Call[m.ErasureVerification]:
+    """The ``status_url`` of an :class:`~mnemo.models.ErasureAccepted`, read."""
+    if not status_url.startswith("/v1/users/") or not status_url.endswith("/erasure"):
+        raise ValueError(f"not an erasure status URL: {status_url!r}")
+    return Call("GET", status_url, _model(m.ErasureVerification))
+
+
+def erasure_timeout(timeout: float) -> errors.APITimeoutError:
+    return errors.APITimeoutError(
+        f"erasure still in progress after {timeout:g} s (it goes on on the server)"
+    )
+
+
+def merge_users(into: Dict[str, m.UserEntry], page: Sequence[m.UserEntry]) -> None:
+    """Folds one ``GET /v1/users`` page into ``into`` (by user id)."""
+    for u in page:
+        seen = into.get(u.user_id)
+        if seen is None:
+            into[u.user_id] = u.model_copy()
+        else:
+            seen.memories_seen += u.memories_seen
+            seen.has_key = seen.has_key or u.has_key
+
+
+def users(*, cursor: Optional[str] = None) -> Call[m.UsersResponse]:
+    """The users the key may see (a user key: itself), from one bounded scan
+    of the tenant's memories; ``next_cursor`` continues it (or use
+    ``all_users``)."""
+    return Call("GET", "/v1/users", _model(m.UsersResponse), params=_none_unset(cursor=cursor))
+
+
+def whoami() -> Call[m.WhoAmI]:
+    """The presented key: its id, tenant, role and bound user."""
+    return Call("GET", "/v1/whoami", _model(m.WhoAmI))
+
+
+def lineage(memory_id: Id) -> Call[List[m.Memory]]:
+    """A memory's supersede chain, oldest first (what the key may read)."""
+    return Call(
+        "GET",
+        f"/v1/memories/{_seg(memory_id)}/lineage",
+        lambda j: m.LineageResponse.model_validate(j).memories,
+    )
+
+
+def policy() -> Call[m.PolicyResponse]:
+    """The memory policy in force, as JSON and as TOML."""
+    return Call("GET", "/v1/policy", _model(m.PolicyResponse))
+
+
+def evals() -> Call[m.EvalsResponse]:
+    """Past evaluation reports, newest first, and the runnable sets (admin key)."""
+    return Call("GET", "/v1/evals", _model(m.EvalsResponse))
+
+
+def keys() -> Call[List[m.KeyView]]:
+    """The tenant's API keys, revoked ones included, oldest first (admin key)."""
+    return Call("GET", "/v1/keys", lambda j: m.KeysResponse.model_validate(j).keys)
+
+
+def create_key(role: str, *, user_id: Optional[str] = None) -> Call[m.CreatedKey]:
+    """Creates a key in the admin's tenant: ``role`` ``admin``, ``agent`` or
+    ``user`` (``user`` needs ``user_id``). The secret is in this answer only."""
+    body = m.CreateKey(role=role, **_none_unset(user_id=user_id))
+    return Call("POST", "/v1/keys", _model(m.CreatedKey), json=body.to_json())
+
+
+def revoke_key(key_id: str) -> Call[m.KeyView]:
+    """Revokes a key of the admin's tenant; it stops authenticating at once."""
+    return Call("DELETE", f"/v1/keys/{_seg(key_id)}", _model(m.KeyView))
+
+
+def jobs() -> Call[List[m.JobView]]:
+    """The lifecycle jobs and their last runs (admin key)."""
+    return Call("GET", "/v1/jobs", lambda j: m.JobsResponse.model_validate(j).jobs)
+
+
+def dry_run(job: str) -> Call[m.DryRunResponse]:
+    """What ``ttl-sweep`` or ``weekly-cleanup`` would do now; nothing is
+    written (admin key)."""
+    return Call("POST", f"/v1/jobs/{_seg(job)}/dry-run", _model(m.DryRunResponse))
+
+
+def index() -> Call[m.IndexHealth]:
+    """Index sizes and lag against the store (admin key)."""
+    return Call("GET", "/v1/index", _model(m.IndexHealth))
 
 
 def health() -> Call[m.Health]:
@@ -511,7 +626,8 @@ def metrics() -> Call[str]:
 
 
 #: Every route the clients call with its request and response models, by the
-#: path template of the OpenAPI document (the schema test checks each).
+#: path template of the OpenAPI document (the schema test checks each); a
+#: route with several success answers names each, in status order.
 ROUTES: List[tuple] = [
     ("POST", "/v1/memories", m.AddRequest, m.AddResponse),
     ("GET", "/v1/memories", None, m.ListResponse),
@@ -533,8 +649,19 @@ ROUTES: List[tuple] = [
     ("POST", "/v1/threads/{id}/turns", m.TurnRequest, m.TurnReply),
     ("POST", "/v1/reference/documents", m.DocumentBody, m.DocumentResponse),
     ("DELETE", "/v1/reference/documents/{id}", None, m.DocumentDeleted),
-    ("DELETE", "/v1/users/{user_id}", None, m.ErasureReceipt),
+    ("DELETE", "/v1/users/{user_id}", None, (m.ErasureReceipt, m.ErasureAccepted)),
     ("GET", "/v1/users/{user_id}/erasure", None, m.ErasureVerification),
+    ("GET", "/v1/users", None, m.UsersResponse),
+    ("GET", "/v1/whoami", None, m.WhoAmI),
+    ("GET", "/v1/memories/{id}/lineage", None, m.LineageResponse),
+    ("GET", "/v1/policy", None, m.PolicyResponse),
+    ("GET", "/v1/evals", None, m.EvalsResponse),
+    ("GET", "/v1/keys", None, m.KeysResponse),
+    ("POST", "/v1/keys", m.CreateKey, m.CreatedKey),
+    ("DELETE", "/v1/keys/{id}", None, m.KeyView),
+    ("GET", "/v1/jobs", None, m.JobsResponse),
+    ("POST", "/v1/jobs/{name}/dry-run", None, m.DryRunResponse),
+    ("GET", "/v1/index", None, m.IndexHealth),
     ("GET", "/healthz", None, m.Health),
     ("GET", "/readyz", None, m.Health),
     ("GET", "/metrics", None, None),

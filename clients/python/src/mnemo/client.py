@@ -20,7 +20,9 @@ from typing import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Dict,
     Iterator,
+    List,
     Mapping,
     Optional,
     TypeVar,
@@ -204,12 +206,67 @@ class Client:
     context = _sync(c.context)
     add_document = _sync(c.add_document)
     delete_document = _sync(c.delete_document)
-    forget_user = _sync(c.forget_user)
+    start_erasure = _sync(c.start_erasure)
     verify_erasure = _sync(c.verify_erasure)
+    erasure_status = _sync(c.erasure_status)
+    users = _sync(c.users)
+    whoami = _sync(c.whoami)
+    lineage = _sync(c.lineage)
+    policy = _sync(c.policy)
+    evals = _sync(c.evals)
+    keys = _sync(c.keys)
+    create_key = _sync(c.create_key)
+    revoke_key = _sync(c.revoke_key)
+    jobs = _sync(c.jobs)
+    dry_run = _sync(c.dry_run)
+    index = _sync(c.index)
     health = _sync(c.health)
     ready = _sync(c.ready)
     metrics = _sync(c.metrics)
     openapi = _sync(c.openapi)
+
+    def forget_user(
+        self,
+        user_id: str,
+        *,
+        wait: bool = True,
+        timeout: float = 300.0,
+        poll_interval: float = 0.5,
+    ) -> Union[m.ErasureReceipt, m.ErasureAccepted, m.ErasureVerification]:
+        """Erases every trace of a user from every store (irreversible).
+
+        Finished within the server's wait: the receipt (what was removed).
+        Still running (202): with ``wait=False`` its in-progress status
+        (:class:`~mnemo.models.ErasureAccepted`); with ``wait=True`` the
+        status URL is polled every ``poll_interval`` seconds until the
+        erasure is no longer ``in_progress``, and the verification is
+        returned (``status == "erased"``, every count zero).
+        ``APITimeoutError`` after ``timeout`` seconds of waiting; the
+        erasure goes on on the server either way."""
+        answer = self.send(c.start_erasure(user_id))
+        if isinstance(answer, m.ErasureReceipt) or not wait:
+            return answer
+        deadline = time.monotonic() + timeout
+        while True:
+            check = self.send(c.erasure_status(answer.status_url))
+            if check.status != "in_progress":
+                return check
+            if time.monotonic() >= deadline:
+                raise c.erasure_timeout(timeout)
+            self._sleep(poll_interval)
+
+    def all_users(self) -> List[m.UserEntry]:
+        """Every user the key may see, following ``next_cursor`` to the end of
+        the tenant's memories; a user met in several scans is one entry
+        (``memories_seen`` summed)."""
+        merged: Dict[str, m.UserEntry] = {}
+        cursor: Optional[str] = None
+        while True:
+            page = self.users(cursor=cursor)
+            c.merge_users(merged, page.users)
+            if page.next_cursor is None:
+                return [merged[k] for k in sorted(merged)]
+            cursor = page.next_cursor
 
     def iter_memories(self, *, page_size: int = 100, **filters: Any) -> Iterator[m.Memory]:
         """Every memory matching ``filters`` (those of :meth:`list`), oldest
@@ -253,6 +310,25 @@ class ThreadSession:
     payload = _sync_thread(c.payload)
     prompt = _sync_thread(c.prompt)
     turn = _sync_thread(c.turn)
+
+    def history_pages(
+        self, *, page_size: int = 200, include_compacted: bool = False
+    ) -> Iterator[m.ThreadView]:
+        """The thread's history page by page, newest page first (each page
+        oldest first), following ``next_before``; ``include_compacted=True``
+        goes back through the messages folded into the summary too."""
+        before: Optional[int] = None
+        while True:
+            page = self.get(limit=page_size, before=before, include_compacted=include_compacted)
+            yield page
+            if page.next_before is None:
+                return
+            before = page.next_before
+
+    def messages(self, *, include_compacted: bool = True, page_size: int = 200) -> List[m.Message]:
+        """Every message of the thread, oldest first (the whole history by default)."""
+        pages = list(self.history_pages(page_size=page_size, include_compacted=include_compacted))
+        return [msg for page in reversed(pages) for msg in page.messages]
 
 
 class AsyncClient:
@@ -314,12 +390,56 @@ class AsyncClient:
     context = _async(c.context)
     add_document = _async(c.add_document)
     delete_document = _async(c.delete_document)
-    forget_user = _async(c.forget_user)
+    start_erasure = _async(c.start_erasure)
     verify_erasure = _async(c.verify_erasure)
+    erasure_status = _async(c.erasure_status)
+    users = _async(c.users)
+    whoami = _async(c.whoami)
+    lineage = _async(c.lineage)
+    policy = _async(c.policy)
+    evals = _async(c.evals)
+    keys = _async(c.keys)
+    create_key = _async(c.create_key)
+    revoke_key = _async(c.revoke_key)
+    jobs = _async(c.jobs)
+    dry_run = _async(c.dry_run)
+    index = _async(c.index)
     health = _async(c.health)
     ready = _async(c.ready)
     metrics = _async(c.metrics)
     openapi = _async(c.openapi)
+
+    async def forget_user(
+        self,
+        user_id: str,
+        *,
+        wait: bool = True,
+        timeout: float = 300.0,
+        poll_interval: float = 0.5,
+    ) -> Union[m.ErasureReceipt, m.ErasureAccepted, m.ErasureVerification]:
+        """:meth:`Client.forget_user`, awaited."""
+        answer = await self.send(c.start_erasure(user_id))
+        if isinstance(answer, m.ErasureReceipt) or not wait:
+            return answer
+        deadline = time.monotonic() + timeout
+        while True:
+            check = await self.send(c.erasure_status(answer.status_url))
+            if check.status != "in_progress":
+                return check
+            if time.monotonic() >= deadline:
+                raise c.erasure_timeout(timeout)
+            await self._sleep(poll_interval)
+
+    async def all_users(self) -> List[m.UserEntry]:
+        """:meth:`Client.all_users`, awaited."""
+        merged: Dict[str, m.UserEntry] = {}
+        cursor: Optional[str] = None
+        while True:
+            page = await self.users(cursor=cursor)
+            c.merge_users(merged, page.users)
+            if page.next_cursor is None:
+                return [merged[k] for k in sorted(merged)]
+            cursor = page.next_cursor
 
     async def iter_memories(self, *, page_size: int = 100, **filters: Any) -> AsyncIterator[m.Memory]:
         """Every matching memory, oldest first, page after page."""
@@ -363,3 +483,25 @@ class AsyncThreadSession:
     payload = _async_thread(c.payload)
     prompt = _async_thread(c.prompt)
     turn = _async_thread(c.turn)
+
+    async def history_pages(
+        self, *, page_size: int = 200, include_compacted: bool = False
+    ) -> AsyncIterator[m.ThreadView]:
+        """:meth:`ThreadSession.history_pages`, as an async iterator."""
+        before: Optional[int] = None
+        while True:
+            page = await self.get(limit=page_size, before=before, include_compacted=include_compacted)
+            yield page
+            if page.next_before is None:
+                return
+            before = page.next_before
+
+    async def messages(
+        self, *, include_compacted: bool = True, page_size: int = 200
+    ) -> List[m.Message]:
+        """Every message of the thread, oldest first."""
+        pages = [
+            p
+            async for p in self.history_pages(page_size=page_size, include_compacted=include_compacted)
+        ]
+        return [msg for page in reversed(pages) for msg in page.messages]

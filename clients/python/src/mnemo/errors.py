@@ -75,7 +75,16 @@ class ConflictError(APIError):
     default_code = "conflict"
 
 
+class QuotaExceededError(ConflictError):
+    """A per-user quota of the server's policy is reached (409; e.g.
+    ``limits.max_threads_per_user``). Not retried: waiting does not help."""
+
+    default_code = "quota_exceeded"
+
+
 class PayloadTooLargeError(APIError):
+    """A body, text, URL (414) or header block (431) over the server's limits."""
+
     default_code = "payload_too_large"
 
 
@@ -84,6 +93,9 @@ class InvalidConfigurationError(APIError):
 
 
 class RateLimitedError(APIError):
+    """Over the key's request rate (429); ``retry_after`` says when to come
+    back. Retried by the client's policy before it is raised."""
+
     default_code = "rate_limited"
 
 
@@ -117,6 +129,7 @@ _BY_CODE: Dict[str, Type[APIError]] = {
         PermissionDeniedError,
         NotFoundError,
         ConflictError,
+        QuotaExceededError,
         PayloadTooLargeError,
         InvalidConfigurationError,
         RateLimitedError,
@@ -134,6 +147,8 @@ _BY_STATUS: Dict[int, Type[APIError]] = {
     404: NotFoundError,
     409: ConflictError,
     413: PayloadTooLargeError,
+    414: PayloadTooLargeError,
+    431: PayloadTooLargeError,
     422: InvalidConfigurationError,
     429: RateLimitedError,
     502: BadGatewayError,

@@ -35,6 +35,7 @@ AuditAction = Literal[
 ]
 MessageRole = Literal["user", "assistant", "tool"]
 ExtractionState = Literal["pending", "running", "done", "skipped"]
+ErasureStatus = Literal["in_progress", "erased", "not_erased"]
 
 #: The OpenAPI component behind each ``Literal`` alias above.
 ENUMS: Dict[str, Any] = {
@@ -44,6 +45,7 @@ ENUMS: Dict[str, Any] = {
     "AuditAction": AuditAction,
     "MessageRole": MessageRole,
     "ExtractionState": ExtractionState,
+    "ErasureStatus": ErasureStatus,
 }
 
 Metadata = Dict[str, Any]
@@ -344,11 +346,14 @@ class Message(Response):
 
 
 class ThreadView(Thread):
-    """A thread with its uncompacted messages (the newest 200), oldest first."""
+    """A thread with one page of its history, oldest first: by default the
+    newest 200 uncompacted messages; ``next_before`` is set when there are
+    older ones (pass it as ``before``)."""
 
     __schema_name__ = "ThreadView"
     messages: List[Message]
     compacted_messages: int
+    next_before: Optional[int] = None
 
 
 class ToolResult(Request):
@@ -461,9 +466,23 @@ class ErasureReceipt(Response):
     completed_at: datetime
 
 
+class ErasureAccepted(Response):
+    """The 202 of ``DELETE /v1/users/{user_id}``: the erasure is recorded and
+    runs to the end whatever the client does; ``status_url`` (a path) follows it."""
+
+    __schema_name__ = "ErasureAccepted"
+    user_id: str
+    status: ErasureStatus
+    status_url: str
+
+
 class ErasureVerification(Response):
+    """What every store still holds of a user; ``status`` is ``in_progress``
+    while an erasure runs, ``erased`` once nothing is left anywhere."""
+
     __schema_name__ = "ErasureVerification"
     user_id: str
+    status: ErasureStatus
     memories: int
     audit_events: int
     threads: int
@@ -475,6 +494,157 @@ class ErasureVerification(Response):
     nodes_behind: List[str]
     erased: bool
     last_erasure_at: Optional[datetime] = None
+
+
+class UserEntry(Response):
+    __schema_name__ = "UserEntry"
+    user_id: str
+    #: Memories of this user in the part of the store the call read.
+    memories_seen: int
+    has_key: bool
+
+
+class UsersResponse(Response):
+    """One call of ``GET /v1/users``: it reads at most 5,000 memories;
+    ``next_cursor`` is set when there are more to read."""
+
+    __schema_name__ = "UsersResponse"
+    users: List[UserEntry]
+    next_cursor: Optional[str] = None
+    scanned: int
+
+
+# ----- inspection and administration -----------------------------------------
+
+
+class WhoAmI(Response):
+    __schema_name__ = "WhoAmI"
+    key_id: str
+    tenant_id: str
+    #: ``admin``, ``agent`` or ``user``.
+    role: str
+    user_id: Optional[str] = None
+    insecure_dev: bool
+
+
+class LineageResponse(Response):
+    """Every version of a fact the key may read, oldest first."""
+
+    __schema_name__ = "LineageResponse"
+    memories: List[Memory]
+
+
+class PolicyResponse(Response):
+    """The policy in force, as JSON and as policy-file TOML."""
+
+    __schema_name__ = "PolicyResponse"
+    policy: Dict[str, Any]
+    toml: str
+
+
+class EvalRunSummary(Response):
+    __schema_name__ = "EvalRunSummary"
+    set: str
+    preset: str
+    queries: int
+    metrics: Dict[str, Any]
+
+
+class EvalReportSummary(Response):
+    __schema_name__ = "EvalReportSummary"
+    id: UUID
+    finished_at: Optional[datetime] = None
+    runs: List[EvalRunSummary]
+    comparisons: Dict[str, Any]
+
+
+class EvalsResponse(Response):
+    """Past evaluation reports, newest first, and the sets one can run."""
+
+    __schema_name__ = "EvalsResponse"
+    reports: List[EvalReportSummary]
+    sets: List[str]
+
+
+class KeyView(Response):
+    """A stored API key (never its secret)."""
+
+    __schema_name__ = "KeyView"
+    id: str
+    tenant_id: str
+    user_id: Optional[str] = None
+    role: str
+    created_at: datetime
+    revoked_at: Optional[datetime] = None
+
+
+class KeysResponse(Response):
+    __schema_name__ = "KeysResponse"
+    keys: List[KeyView]
+
+
+class CreateKey(Request):
+    """``role`` is ``admin``, ``agent`` or ``user`` (``user`` needs ``user_id``)."""
+
+    __schema_name__ = "CreateKey"
+    role: str
+    user_id: Optional[str] = None
+
+
+class CreatedKey(Response):
+    """A new key; ``secret`` is shown this once (the server keeps its hash)."""
+
+    __schema_name__ = "CreatedKey"
+    key: KeyView
+    secret: str
+
+
+class JobView(Response):
+    __schema_name__ = "JobView"
+    job: str
+    interval_secs: int
+    running: bool
+    lease_expires_at: Optional[datetime] = None
+    last_completed_at: Optional[datetime] = None
+    last_stats: Optional[Dict[str, Any]] = None
+
+
+class JobsResponse(Response):
+    __schema_name__ = "JobsResponse"
+    jobs: List[JobView]
+
+
+class PreviewChange(Response):
+    __schema_name__ = "PreviewChange"
+    id: UUID
+    action: str
+    detail: str
+
+
+class DryRunResponse(Response):
+    """What a lifecycle job would do now; nothing was written."""
+
+    __schema_name__ = "DryRunResponse"
+    job: str
+    scanned: int
+    counts: Dict[str, int]
+    elapsed_ms: int
+    changes: List[PreviewChange]
+
+
+class IndexHealth(Response):
+    """Index sizes and lag against the store (process-wide)."""
+
+    __schema_name__ = "IndexHealth"
+    embedding_model: str
+    store_indexed: int
+    lexical_docs: int
+    vector_points: int
+    lexical_lag: int
+    vector_lag: int
+    embedding_queue_depth: int
+    change_feed_head: int
+    memories: Dict[str, Dict[str, int]]
 
 
 # ----- operations and errors -----------------------------------------------
