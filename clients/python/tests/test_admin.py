@@ -184,3 +184,45 @@ def test_oversized_headers_are_payload_too_large(server: Server):
         with pytest.raises(mnemo.PayloadTooLargeError) as e:
             c.whoami()
     assert e.value.status == 431 and e.value.code == "payload_too_large"
+
+
+def test_export_then_erase_then_import_gives_the_same_memories(client: mnemo.Client, admin: mnemo.Client):
+    user = unique("erin")
+    added = client.add_many(
+        [{"user_id": user, "text": "Erin keeps bees on the roof"}, {"user_id": user, "text": "Erin's hives are blue"}],
+        refresh=True,
+    )
+    ids = sorted(str(m.id) for m in added.memories)
+    thread = client.create_thread(user_id=user)
+    thread.append("user", "Remember that the queen bee is marked green")
+
+    text = admin.export_user(user)
+    records = mnemo._core.parse_export(text)
+    manifest = records[-1]
+    assert manifest["type"] == "manifest" and manifest["user_id"] == user
+    assert manifest["counts"]["memory"] == 2 and manifest["counts"]["message"] == 1
+    assert sorted(r["id"] for r in records if r["type"] == "memory") == ids
+
+    # Re-import over existing data is a conflict; a tampered file writes nothing.
+    with pytest.raises(mnemo.errors.ConflictError):
+        admin.import_user(user, text)
+    admin.forget_user(user)
+    tampered = text.replace("queen bee", "drone bee")
+    with pytest.raises(mnemo.errors.InvalidArgumentError):
+        admin.import_user(user, tampered)
+    assert not client.search("bees", user_id=user).hits
+
+    report = admin.import_user(user, text)
+    assert report.user_id == user and report.counts["memory"] == 2 and report.indexed == 2
+    assert not report.model_changed
+    # The round trip keeps every memory row as it was (audit and message
+    # sequence numbers are the deployment's own and may be renumbered).
+    again = mnemo._core.parse_export(admin.export_user(user))
+    assert again[-1]["counts"] == manifest["counts"]
+    memories = lambda rs: sorted((r for r in rs if r["type"] == "memory"), key=lambda r: r["id"])  # noqa: E731
+    assert memories(again) == memories(records)
+    hits = client.search("bees on the roof", user_id=user).hits
+    assert str(hits[0].memory.id) in ids
+    # An agent key may not export by default ([export] allow_agent_keys).
+    with pytest.raises(mnemo.errors.PermissionDeniedError):
+        client.export_user(user)

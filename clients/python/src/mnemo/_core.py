@@ -53,6 +53,12 @@ class Call(Generic[T]):
     #: Statuses whose body is a successful answer (besides 2xx).
     also_ok: frozenset = frozenset()
     raw: bool = False
+    #: A body that is not JSON (an export to import), with its content type.
+    content: Optional[bytes] = None
+    content_type: Optional[str] = None
+
+    def headers(self) -> Optional[Dict[str, str]]:
+        return {"content-type": self.content_type} if self.content_type else None
 
 
 @dataclass(frozen=True)
@@ -523,6 +529,38 @@ def erasure_status(status_url: str) -> Call[m.ErasureVerification]:
     return Call("GET", status_url, _model(m.ErasureVerification))
 
 
+def export_user(user_id: str) -> Call[str]:
+    """``GET /v1/users/{user_id}/export``: everything the service holds about
+    the user, as JSON Lines (memories in every status with their history,
+    threads, messages, tool payloads), the manifest last (counts, sha256,
+    schema version). The user's own key or an admin key."""
+    return Call("GET", f"/v1/users/{_seg(user_id)}/export", str, raw=True)
+
+
+def import_user(
+    user_id: str, export: Union[str, bytes], *, replace: bool = False
+) -> Call[m.ImportReport]:
+    """``POST /v1/users/{user_id}/import`` (admin): restores an export,
+    verified first (a bad file writes nothing). ``replace`` erases what the
+    user has first; otherwise a user with data is a conflict."""
+    body = export.encode() if isinstance(export, str) else export
+    return Call(
+        "POST",
+        f"/v1/users/{_seg(user_id)}/import",
+        _model(m.ImportReport),
+        params={"replace": "true"} if replace else None,
+        content=body,
+        content_type="application/x-ndjson",
+    )
+
+
+def parse_export(text: str) -> List[Dict[str, Any]]:
+    """The records of an export, the manifest last (one JSON object a line)."""
+    import json
+
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def erasure_timeout(timeout: float) -> errors.APITimeoutError:
     return errors.APITimeoutError(
         f"erasure still in progress after {timeout:g} s (it goes on on the server)"
@@ -651,6 +689,8 @@ ROUTES: List[tuple] = [
     ("DELETE", "/v1/reference/documents/{id}", None, m.DocumentDeleted),
     ("DELETE", "/v1/users/{user_id}", None, (m.ErasureReceipt, m.ErasureAccepted)),
     ("GET", "/v1/users/{user_id}/erasure", None, m.ErasureVerification),
+    ("GET", "/v1/users/{user_id}/export", None, None),
+    ("POST", "/v1/users/{user_id}/import", "application/x-ndjson", m.ImportReport),
     ("GET", "/v1/users", None, m.UsersResponse),
     ("GET", "/v1/whoami", None, m.WhoAmI),
     ("GET", "/v1/memories/{id}/lineage", None, m.LineageResponse),

@@ -181,7 +181,12 @@ class Client:
         while True:
             try:
                 outcome: Any = self._http.request(
-                    call.method, call.path, json=call.json, params=call.params
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    params=call.params,
+                    content=call.content,
+                    headers=call.headers(),
                 )
             except httpx.TransportError as e:
                 outcome = e
@@ -209,6 +214,8 @@ class Client:
     start_erasure = _sync(c.start_erasure)
     verify_erasure = _sync(c.verify_erasure)
     erasure_status = _sync(c.erasure_status)
+    export_user = _sync(c.export_user)
+    import_user = _sync(c.import_user)
     users = _sync(c.users)
     whoami = _sync(c.whoami)
     lineage = _sync(c.lineage)
@@ -365,7 +372,12 @@ class AsyncClient:
         while True:
             try:
                 outcome: Any = await self._http.request(
-                    call.method, call.path, json=call.json, params=call.params
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    params=call.params,
+                    content=call.content,
+                    headers=call.headers(),
                 )
             except httpx.TransportError as e:
                 outcome = e
@@ -393,6 +405,8 @@ class AsyncClient:
     start_erasure = _async(c.start_erasure)
     verify_erasure = _async(c.verify_erasure)
     erasure_status = _async(c.erasure_status)
+    export_user = _async(c.export_user)
+    import_user = _async(c.import_user)
     users = _async(c.users)
     whoami = _async(c.whoami)
     lineage = _async(c.lineage)

@@ -466,6 +466,18 @@ class ErasureReceipt(Response):
     completed_at: datetime
 
 
+class ImportReport(Response):
+    """What ``POST /v1/users/{user_id}/import`` restored."""
+
+    __schema_name__ = "ImportReport"
+    user_id: str
+    counts: Dict[str, int]
+    rows_written: int
+    indexed: int
+    model_changed: bool
+    replaced: Optional[ErasureReceipt] = None
+
+
 class ErasureAccepted(Response):
     """The 202 of ``DELETE /v1/users/{user_id}``: the erasure is recorded and
     runs to the end whatever the client does; ``status_url`` (a path) follows it."""
