@@ -21,6 +21,11 @@ for i in range(int(sys.argv[1])):
     t=f"{random.choice(S)} {random.choice(V)} {random.choice(O)} {random.choice(W)} (note {i})"
     print(json.dumps({"id":f"d{i}","text":t,"user_id":"bench-user","memory_type":"long_term"}))
 PY
+# The shipped policy with the per-key rate limit off: every request of the
+# benchmark comes from one (dev-mode) actor.
+sed 's/^requests_per_second_per_key = .*/requests_per_second_per_key = 0.0/' memory_policies.toml > "$DATA/policy.toml"
+grep -q '^requests_per_second_per_key = 0.0' "$DATA/policy.toml"
+export MNEMO_POLICY="$DATA/policy.toml"
 MNEMO_DATA_DIR="$DATA/db" "$BIN" ingest "$DATA/corpus.jsonl"
 MNEMO_DATA_DIR="$DATA/db" MNEMO_LOG=warn "$BIN" serve --insecure-dev --listen "127.0.0.1:$PORT" &
 PID=$!

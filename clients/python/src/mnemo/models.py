@@ -236,6 +236,10 @@ class ScoreBreakdown(Response):
     bm25_rank: Optional[int] = None
     vector_similarity: Optional[float] = None
     vector_rank: Optional[int] = None
+    #: What each leg added to ``fused_score`` (normalised within the query's
+    #: candidates and weighted; they sum to ``fused_score``).
+    bm25_contribution: Optional[float] = None
+    vector_contribution: Optional[float] = None
     fused_score: float
     decay_factor: float
     importance_factor: float
