@@ -282,6 +282,9 @@ async fn track(State(state): State<AppState>, req: Request, next: Next) -> Respo
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string());
+    if let Some(route) = &route {
+        tracing::Span::current().record("route", route.as_str());
+    }
     let response = next.run(req).await;
     state.metrics.record_request(
         method.as_str(),
@@ -433,7 +436,9 @@ pub fn app(state: AppState) -> Router {
             "request",
             request_id = %id,
             method = %req.method(),
-            path = %req.uri().path(),
+            // The matched route template, filled in by `track`: a raw path
+            // holds user ids and thread ids, which logs never do.
+            route = tracing::field::Empty,
             key_id = tracing::field::Empty,
             tenant = tracing::field::Empty,
         )

@@ -1472,6 +1472,19 @@ mod binary {
             .iter()
             .all(|h| h["memory"]["id"] != tea.as_str()));
 
+        // A user id in the path (here a verification of a user who never
+        // was) must not reach the logs: they name the route template.
+        let private_id = "private-user-7c41e9";
+        let (status, _) = req(
+            &http,
+            Method::GET,
+            &format!("{base}/v1/users/{private_id}/erasure"),
+            &key,
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+
         // Graceful shutdown on SIGTERM: exits 0 after committing.
         let killed = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
@@ -1496,6 +1509,11 @@ mod binary {
         assert!(
             !log.contains(secret_text),
             "memory text leaked into the logs"
+        );
+        assert!(!log.contains(private_id), "a user id leaked into the logs");
+        assert!(
+            log.contains("/v1/users/{user_id}/erasure"),
+            "request logs name the route template: {log}"
         );
     }
 }
