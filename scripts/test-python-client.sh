@@ -5,7 +5,8 @@
 # dependencies from PyPI, clients/python/requirements-test.txt, installed
 # once), then runs pytest, which starts `mnemo serve` on its own data
 # directory with the real store, indexes and embedder (assets in
-# MNEMO_ASSETS_DIR) and a local OpenAI-compatible fake model for turns.
+# MNEMO_ASSETS_DIR) and a local OpenAI-compatible fake model for turns,
+# after mypy --strict on the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
@@ -27,4 +28,6 @@ rm -rf "$dist"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall "$dist"/mnemo_client-*.whl
 
 cd clients/python
+# The public API is typed (models, ParamSpec-typed methods): keep it so.
+"$venv/bin/python" -m mypy --strict --no-incremental src/mnemo
 MNEMO_BIN="$target/debug/mnemo" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"

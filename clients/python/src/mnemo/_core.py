@@ -11,7 +11,22 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Generic,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    cast,
+)
 from urllib.parse import quote
 from uuid import UUID
 
@@ -51,7 +66,7 @@ class Call(Generic[T]):
     json: Optional[Dict[str, Any]] = None
     params: Optional[Dict[str, Any]] = None
     #: Statuses whose body is a successful answer (besides 2xx).
-    also_ok: frozenset = frozenset()
+    also_ok: FrozenSet[int] = frozenset()
     raw: bool = False
     #: A body that is not JSON (an export to import), with its content type.
     content: Optional[bytes] = None
@@ -103,7 +118,7 @@ class Retry:
             return None
         if retry_after is not None:
             return retry_after if retry_after <= self.max_retry_after else None
-        wait = min(self.backoff_max, self.backoff_base * (2**attempt))
+        wait = float(min(self.backoff_max, self.backoff_base * (2**attempt)))
         return wait * (0.5 + random.random() / 2) if self.jitter else wait
 
 
@@ -155,8 +170,8 @@ def result(call: Call[T], response: httpx.Response) -> T:
 # ----- the calls -------------------------------------------------------------
 
 
-def _model(cls: Any) -> Callable[[Any], Any]:
-    return cls.model_validate
+def _model(cls: Type[Any]) -> Callable[[Any], Any]:
+    return cast(Callable[[Any], Any], cls.model_validate)
 
 
 def _seg(value: Id) -> str:
@@ -665,8 +680,9 @@ def metrics() -> Call[str]:
 
 #: Every route the clients call with its request and response models, by the
 #: path template of the OpenAPI document (the schema test checks each); a
-#: route with several success answers names each, in status order.
-ROUTES: List[tuple] = [
+#: route with several success answers names each, in status order, and a
+#: body that is not JSON is named by its content type.
+ROUTES: List[Tuple[str, str, Any, Any]] = [
     ("POST", "/v1/memories", m.AddRequest, m.AddResponse),
     ("GET", "/v1/memories", None, m.ListResponse),
     ("GET", "/v1/memories/{id}", None, m.Memory),

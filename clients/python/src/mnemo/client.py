@@ -61,7 +61,7 @@ def _adopt(method: Any, build: Callable[..., Any], *, bound: bool, awaited: bool
 def _sync(build: Callable[P, c.Call[T]]) -> Callable[Concatenate["Client", P], T]:
     """``build`` as a method of :class:`Client` that sends what it builds."""
 
-    def method(self: "Client", *args: P.args, **kwargs: P.kwargs) -> T:
+    def method(self: "Client", /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.send(build(*args, **kwargs))
 
     _adopt(method, build, bound=False, awaited=False)
@@ -71,7 +71,7 @@ def _sync(build: Callable[P, c.Call[T]]) -> Callable[Concatenate["Client", P], T
 def _async(build: Callable[P, c.Call[T]]) -> Callable[Concatenate["AsyncClient", P], Awaitable[T]]:
     """``build`` as a coroutine method of :class:`AsyncClient`."""
 
-    async def method(self: "AsyncClient", *args: P.args, **kwargs: P.kwargs) -> T:
+    async def method(self: "AsyncClient", /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self.send(build(*args, **kwargs))
 
     _adopt(method, build, bound=False, awaited=True)
@@ -83,7 +83,7 @@ def _sync_thread(
 ) -> Callable[Concatenate["ThreadSession", P], T]:
     """``build`` as a method of :class:`ThreadSession` (its id goes first)."""
 
-    def method(self: "ThreadSession", *args: P.args, **kwargs: P.kwargs) -> T:
+    def method(self: "ThreadSession", /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.client.send(build(self.id, *args, **kwargs))
 
     _adopt(method, build, bound=True, awaited=False)
@@ -93,7 +93,7 @@ def _sync_thread(
 def _async_thread(
     build: Callable[Concatenate[Id, P], c.Call[T]],
 ) -> Callable[Concatenate["AsyncThreadSession", P], Awaitable[T]]:
-    async def method(self: "AsyncThreadSession", *args: P.args, **kwargs: P.kwargs) -> T:
+    async def method(self: "AsyncThreadSession", /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self.client.send(build(self.id, *args, **kwargs))
 
     _adopt(method, build, bound=True, awaited=True)

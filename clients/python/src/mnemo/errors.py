@@ -161,8 +161,8 @@ ERROR_CODES = frozenset(_BY_CODE)
 
 def error_class(status: int, code: Optional[str]) -> Type[APIError]:
     """The exception class for an error response: by code, else by status."""
-    if code in _BY_CODE:
-        return _BY_CODE[code]  # type: ignore[index]
+    if code is not None and code in _BY_CODE:
+        return _BY_CODE[code]
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     return InternalServerError if status >= 500 else APIError
