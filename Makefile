@@ -51,7 +51,7 @@ test-qdrant:
 qdrant-suites:
 	url="$$(scripts/test-postgres.sh)" && export MNEMO_TEST_DATABASE_URL="$$url" && \
 	  $(CARGO) test --lib vector::qdrant -- --ignored $(QDRANT_SKIP) && \
-	  $(CARGO) test --test integration qdrant_cluster -- --ignored $(QDRANT_SKIP)
+	  $(CARGO) test --test integration -- --ignored qdrant_cluster qdrant_serve $(QDRANT_SKIP)
 
 ## Unit tests only (pure logic, no assets needed).
 test-fast:

@@ -25,6 +25,7 @@ mod metrics;
 mod migrate;
 mod postgres_engine;
 mod qdrant_cluster;
+mod qdrant_serve;
 mod ranking;
 mod real_embedder;
 mod schema_upgrade;
