@@ -226,7 +226,7 @@ pub struct RerankPolicy {
 impl Default for RerankPolicy {
     fn default() -> Self {
         RerankPolicy {
-            enabled: true,
+            enabled: false,
             depth: 30,
             phrase_weight: 0.2,
             duplicate_weight: 0.1,
@@ -277,15 +277,19 @@ pub struct FusionPolicy {
     pub rrf_k: f32,
     pub lexical_weight: f32,
     pub vector_weight: f32,
+    /// `absolute`: raise the vector leg's zero to the median cosine of the
+    /// query's candidates when that is above the model's `unrelated_cosine`.
+    pub candidate_floor: bool,
 }
 
 impl Default for FusionPolicy {
     fn default() -> Self {
         FusionPolicy {
-            method: FusionKind::Calibrated,
+            method: FusionKind::Absolute,
             rrf_k: 60.0,
             lexical_weight: 1.0,
             vector_weight: 1.0,
+            candidate_floor: false,
         }
     }
 }
@@ -322,6 +326,7 @@ impl FusionPolicy {
                 vector_weight: self.vector_weight,
                 unrelated_cosine,
                 paraphrase_cosine,
+                candidate_floor: self.candidate_floor,
             },
         }
     }
@@ -1023,6 +1028,7 @@ mod tests {
                 vector_weight: 1.0,
                 unrelated_cosine: 0.7,
                 paraphrase_cosine: 0.92,
+                candidate_floor: false,
             }
         );
         let err = Policy::from_toml(
@@ -1075,7 +1081,14 @@ mod tests {
         );
         let err = Policy::from_toml("[retrieval.fusion]\nmethod = \"max\"\n").unwrap_err();
         assert!(err.to_string().contains("max"), "{err}");
-        for method in ["dbsf", "min_max", "rrf", "weighted", "calibrated"] {
+        for method in [
+            "dbsf",
+            "min_max",
+            "rrf",
+            "weighted",
+            "calibrated",
+            "absolute",
+        ] {
             let p =
                 Policy::from_toml(&format!("[retrieval.fusion]\nmethod = \"{method}\"\n")).unwrap();
             assert_eq!(p.ranking().fusion.name(), method);

@@ -954,7 +954,7 @@ impl Engine {
         let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
         let t = Instant::now();
         let scales = ranking::QueryScales {
-            lexical_max: terms.as_ref().map(|t| t.max_score),
+            lexical_full_match: terms.as_ref().map(|t| t.full_match_score),
             vector_confidence,
         };
         let fused = ranking::fuse_scaled(&lexical, &vector, params.fusion, scales);

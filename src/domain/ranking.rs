@@ -10,7 +10,7 @@
 //!                             u = the model's query–unrelated-text cosine (per model)
 //!                     weighted bm25 / max(bm25), raw max(cos, 0)  (calibrated with u = 0)
 //!                     rrf     (k + 1) / (k + rank)                ranks only
-//!                     absolute clamp(bm25 / bm25_max(q), 0, 1),   bm25_max = Σ idf·(k1+1) over q's terms
+//!                     absolute clamp(bm25 / full(q), 0, 1),       full = Σ idf over q's terms (a full match)
 //!                             clamp((cos - u) / (p - u), 0, 1)    u, p = the model's unrelated / paraphrase cosine
 //!                             vector weight × c, c = share of q's tokens the model knows
 //! decay      = floor + (1 - floor) · 0.5^(age / half_life)      (1 when no half-life)
@@ -81,8 +81,9 @@ pub enum FusionMethod {
     },
     /// Both legs on an absolute, query-relative scale, so that a weak match
     /// stays low whatever the other candidates score:
-    /// - BM25 as the share of the query's attainable score it reached,
-    ///   bm25 / Σ over the query's terms of idf·(k1 + 1) ([`QueryScales`]);
+    /// - BM25 as the share of a full match it reached, bm25 / Σ over the
+    ///   query's terms of idf, the score of a document of average length
+    ///   holding each query term once ([`QueryScales`]), capped at 1;
     ///   the top lexical hit of a query that shares one common word with the
     ///   memories is near 0, not 1 as with bm25/max(bm25);
     /// - the cosine anchored at both ends by the model, 0 at its typical
@@ -96,16 +97,21 @@ pub enum FusionMethod {
         vector_weight: f32,
         unrelated_cosine: f32,
         paraphrase_cosine: f32,
+        /// Raise the vector leg's zero to the median cosine of the query's
+        /// candidates when that is higher (memories that all share a topic,
+        /// as the turns of one conversation do).
+        candidate_floor: bool,
     },
 }
 
 /// What fusion knows about the query beyond its candidates.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QueryScales {
-    /// The highest BM25 score the query could reach in this index (Σ over
-    /// its distinct terms of idf·(k1 + 1)); `None` when the index cannot say,
-    /// and then `absolute` falls back to bm25/max(bm25).
-    pub lexical_max: Option<f32>,
+    /// The BM25 score of a full match of the query in this index (Σ over its
+    /// distinct terms of idf: a document of average length holding each
+    /// once); `None` when the index cannot say, and then `absolute` falls
+    /// back to bm25/max(bm25).
+    pub lexical_full_match: Option<f32>,
     /// How far the vector leg can be trusted on this query's text, 0..=1: the
     /// share of the query's tokens the embedding model knows.
     pub vector_confidence: f32,
@@ -114,7 +120,7 @@ pub struct QueryScales {
 impl Default for QueryScales {
     fn default() -> Self {
         QueryScales {
-            lexical_max: None,
+            lexical_full_match: None,
             vector_confidence: 1.0,
         }
     }
@@ -249,6 +255,20 @@ pub fn min_max_normalise(scores: &[f32]) -> Vec<f32> {
         .collect()
 }
 
+/// The median of `scores` (`None` when empty).
+fn median(scores: &[f32]) -> Option<f32> {
+    let mut s = scores.to_vec();
+    s.sort_by(f32::total_cmp);
+    let n = s.len();
+    (n > 0).then(|| {
+        if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            (s[n / 2 - 1] + s[n / 2]) / 2.0
+        }
+    })
+}
+
 /// One leg's candidates normalised onto 0..1 by `method`, in list order.
 fn normalise_leg(
     candidates: &Candidates,
@@ -258,18 +278,28 @@ fn normalise_leg(
 ) -> Vec<f32> {
     let scores: Vec<f32> = candidates.iter().map(|(_, s)| *s).collect();
     match method {
-        FusionMethod::Absolute { .. } if lexical && scales.lexical_max.is_some_and(|m| m > 0.0) => {
-            let max = scales.lexical_max.unwrap_or(1.0);
+        FusionMethod::Absolute { .. }
+            if lexical && scales.lexical_full_match.is_some_and(|m| m > 0.0) =>
+        {
+            let max = scales.lexical_full_match.unwrap_or(1.0);
             scores.iter().map(|s| (s / max).clamp(0.0, 1.0)).collect()
         }
         FusionMethod::Absolute {
             unrelated_cosine: u,
             paraphrase_cosine: p,
+            candidate_floor,
             ..
-        } if !lexical => scores
-            .iter()
-            .map(|s| ((s - u) / (p - u).max(f32::EPSILON)).clamp(0.0, 1.0))
-            .collect(),
+        } if !lexical => {
+            let zero = if candidate_floor {
+                u.max(median(&scores).unwrap_or(u))
+            } else {
+                u
+            };
+            scores
+                .iter()
+                .map(|s| ((s - zero) / (p - u).max(f32::EPSILON)).clamp(0.0, 1.0))
+                .collect()
+        }
         FusionMethod::Rrf { k, .. } => (1..=scores.len())
             .map(|rank| (k + 1.0) / (k + rank as f32))
             .collect(),
@@ -407,10 +437,10 @@ pub struct ScoreBreakdown {
     #[serde(default)]
     pub vector_contribution: Option<f32>,
     pub fused_score: f32,
-    /// `absolute` fusion's scale of the lexical leg: the highest BM25 score
-    /// the query could reach (Σ idf·(k1 + 1) over its terms).
+    /// `absolute` fusion's unit of the lexical leg: the BM25 score of a full
+    /// match of the query (Σ idf over its terms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bm25_max_score: Option<f32>,
+    pub bm25_full_match_score: Option<f32>,
     /// `absolute` fusion's confidence in the vector leg for this query (the
     /// share of its tokens the model knows), which multiplied its weight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -448,7 +478,7 @@ impl Hit {
                 bm25_contribution: None,
                 vector_contribution: None,
                 fused_score: score,
-                bm25_max_score: None,
+                bm25_full_match_score: None,
                 vector_confidence: None,
                 decay_factor: 1.0,
                 importance_factor: 1.0,
@@ -490,7 +520,9 @@ pub fn rank(
                     bm25_contribution: f.bm25.map(|b| b.contribution),
                     vector_contribution: f.vector.map(|v| v.contribution),
                     fused_score: f.fused,
-                    bm25_max_score: absolute.then_some(f.scales.lexical_max).flatten(),
+                    bm25_full_match_score: absolute
+                        .then_some(f.scales.lexical_full_match)
+                        .flatten(),
                     vector_confidence: absolute.then_some(f.scales.vector_confidence),
                     decay_factor: decay,
                     importance_factor: imp,
@@ -727,12 +759,13 @@ mod tests {
             vector_weight: 1.0,
             unrelated_cosine: u,
             paraphrase_cosine: p,
+            candidate_floor: false,
         }
     }
 
-    fn scales(lexical_max: f32, vector_confidence: f32) -> QueryScales {
+    fn scales(lexical_full_match: f32, vector_confidence: f32) -> QueryScales {
         QueryScales {
-            lexical_max: Some(lexical_max),
+            lexical_full_match: Some(lexical_full_match),
             vector_confidence,
         }
     }
@@ -787,6 +820,40 @@ mod tests {
         // Without an index scale, the lexical leg falls back to bm25/max.
         let f = fuse_scaled(&lex, &vec![], m, QueryScales::default());
         assert!((f[0].fused - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_candidate_floor_lifts_the_zero_to_the_candidates_median() {
+        // Turns of one conversation: every candidate sits above the model's
+        // unrelated level (0.1). The floor takes their median (0.4) as the
+        // zero; without it the shared topic counts as evidence.
+        let vec_ = vec![
+            (id(1), 0.6),
+            (id(2), 0.45),
+            (id(3), 0.4),
+            (id(4), 0.35),
+            (id(5), 0.3),
+        ];
+        let floor = FusionMethod::Absolute {
+            lexical_weight: 1.0,
+            vector_weight: 1.0,
+            unrelated_cosine: 0.1,
+            paraphrase_cosine: 0.8,
+            candidate_floor: true,
+        };
+        let f = fuse_scaled(&vec![], &vec_, floor, scales(1.0, 1.0));
+        let of = |f: &[Fused], i| f.iter().find(|x| x.id == id(i)).unwrap().fused;
+        assert!((of(&f, 1) - 0.2 / 0.7).abs() < 1e-6);
+        assert_eq!(of(&f, 3), 0.0);
+        assert_eq!(of(&f, 5), 0.0);
+        let plain = fuse_scaled(&vec![], &vec_, absolute(0.1, 0.8), scales(1.0, 1.0));
+        assert!((of(&plain, 3) - 0.3 / 0.7).abs() < 1e-6);
+        // Candidates below the model's level leave its zero alone.
+        let low = vec![(id(1), 0.3), (id(2), 0.05), (id(3), 0.0)];
+        let f = fuse_scaled(&vec![], &low, floor, scales(1.0, 1.0));
+        assert!((of(&f, 1) - 0.2 / 0.7).abs() < 1e-6);
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0]), Some(2.0));
     }
 
     fn scores_of(f: &[Fused]) -> Vec<(Uuid, f32)> {
@@ -868,13 +935,14 @@ mod tests {
                 let (lex, vec_) = (candidates(lex), candidates(vec_));
                 for method in [
                     FusionMethod::Calibrated { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.7 },
-                    FusionMethod::Absolute { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.1, paraphrase_cosine: 0.8 },
+                    FusionMethod::Absolute { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.1, paraphrase_cosine: 0.8, candidate_floor: false },
+                    FusionMethod::Absolute { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.1, paraphrase_cosine: 0.8, candidate_floor: true },
                     FusionMethod::Dbsf { lexical_weight: wl, vector_weight: wv },
                     FusionMethod::MinMax { lexical_weight: wl, vector_weight: wv },
                     FusionMethod::Weighted { lexical_weight: wl, vector_weight: wv },
                     FusionMethod::Rrf { k: 10.0, lexical_weight: wl, vector_weight: wv },
                 ] {
-                    let fused = fuse_scaled(&lex, &vec_, method, QueryScales { lexical_max: Some(0.5), vector_confidence: c });
+                    let fused = fuse_scaled(&lex, &vec_, method, QueryScales { lexical_full_match: Some(0.5), vector_confidence: c });
                     let ids: std::collections::HashSet<Uuid> =
                         lex.iter().chain(&vec_).map(|(i, _)| *i).collect();
                     prop_assert_eq!(fused.len(), ids.len());

@@ -43,9 +43,9 @@ pub struct QueryTerms {
     pub tokens: Vec<String>,
     /// The index's idf of each distinct token.
     pub idf: HashMap<String, f32>,
-    /// The highest BM25 score the query could reach in the index (Σ over
-    /// its distinct terms of idf·(k1 + 1)).
-    pub max_score: f32,
+    /// The BM25 score of a full match: a document of average length holding
+    /// each distinct query term once (Σ of their idf).
+    pub full_match_score: f32,
 }
 
 /// What the second stage saw in one hit (part of its `ScoreBreakdown`).
@@ -180,7 +180,7 @@ mod tests {
         QueryTerms {
             tokens: words(text),
             idf: idf.iter().map(|(t, w)| (t.to_string(), *w)).collect(),
-            max_score: 0.0,
+            full_match_score: 0.0,
         }
     }
 

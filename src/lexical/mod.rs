@@ -46,12 +46,12 @@ pub trait LexicalIndex: Send + Sync {
     /// The best `limit` documents for `query` passing `filter`, as (id, bm25).
     fn search(&self, query: &str, filter: &IndexFilter, limit: usize) -> Result<Vec<(Uuid, f32)>>;
     /// How this index reads `query`: its analysed tokens, the idf of each,
-    /// and the highest BM25 score it could reach here (Σ over its distinct
-    /// terms of idf·(k1 + 1), the limit of each term's score as its
-    /// frequency grows). `absolute` fusion divides by that score, so a
-    /// lexical score says what share of the query's information a document
-    /// matched; the second stage weighs term pairs by idf. `None` when the
-    /// backend cannot say, or the query has no terms.
+    /// and the BM25 score of a full match here: a document of average
+    /// length holding each of its distinct terms once scores Σ idf (BM25's
+    /// term-frequency factor is 1 there). `absolute` fusion divides by that
+    /// score, so a lexical score says what share of the query's information
+    /// a document matched; the second stage weighs term pairs by idf.
+    /// `None` when the backend cannot say, or the query has no terms.
     fn query_terms(&self, _query: &str) -> Result<Option<QueryTerms>> {
         Ok(None)
     }
