@@ -289,7 +289,7 @@ impl Default for FusionPolicy {
             rrf_k: 60.0,
             lexical_weight: 1.0,
             vector_weight: 1.0,
-            candidate_floor: false,
+            candidate_floor: true,
         }
     }
 }
@@ -1028,7 +1028,7 @@ mod tests {
                 vector_weight: 1.0,
                 unrelated_cosine: 0.7,
                 paraphrase_cosine: 0.92,
-                candidate_floor: false,
+                candidate_floor: true,
             }
         );
         let err = Policy::from_toml(
