@@ -65,7 +65,8 @@ pub struct EmbeddingPolicy {
 #[serde(deny_unknown_fields)]
 pub struct ModelCalibration {
     /// The typical (median) cosine between a query and an unrelated text:
-    /// the zero of the vector leg in `calibrated` fusion.
+    /// the zero of the vector leg in `absolute` (unless the candidate floor
+    /// is higher) and `calibrated` fusion.
     pub unrelated_cosine: f32,
     /// Vector candidates below this are dropped before fusion.
     pub min_vector_similarity: f32,

@@ -12,6 +12,7 @@
 //!                     rrf     (k + 1) / (k + rank)                ranks only
 //!                     absolute clamp(bm25 / full(q), 0, 1),       full = Σ idf over q's terms (a full match)
 //!                             clamp((cos - u) / (p - u), 0, 1)    u, p = the model's unrelated / paraphrase cosine
+//!                             u raised to the candidates' median cosine (candidate floor)
 //!                             vector weight × c, c = share of q's tokens the model knows
 //! decay      = floor + (1 - floor) · 0.5^(age / half_life)      (1 when no half-life)
 //! importance = 1 + weight · (2 · importance - 1)                (1 at importance 0.5)
