@@ -5,6 +5,7 @@
 pub mod chunk;
 pub mod memory;
 pub mod ranking;
+pub mod rerank;
 pub mod scope;
 pub mod thread;
 

@@ -83,6 +83,8 @@ pub struct OnnxEmbedder {
     next: AtomicUsize,
     batch_size: usize,
     queries: Option<QueryCache>,
+    /// The vocabulary's unknown token (`[UNK]`, `<unk>`), if it has one.
+    unk_id: Option<u32>,
 }
 
 impl std::fmt::Debug for OnnxEmbedder {
@@ -213,8 +215,13 @@ impl OnnxEmbedder {
                 .map_err(|e| Error::Embedder(format!("loading model {}: {e}", model.model_id)))?;
             sessions.push(Mutex::new(session));
         }
+        let unk_id = {
+            let t = &sessions[0].lock().tokenizer;
+            t.token_to_id("[UNK]").or_else(|| t.token_to_id("<unk>"))
+        };
         let embedder = OnnxEmbedder {
             model,
+            unk_id,
             sessions,
             next: AtomicUsize::new(0),
             batch_size: options.batch_size.max(1),
@@ -337,6 +344,27 @@ impl Embedder for OnnxEmbedder {
         }
     }
 
+    fn known_token_share(&self, text: &str) -> f32 {
+        let Some(unk) = self.unk_id else {
+            return 1.0;
+        };
+        let n = self.sessions.len();
+        let guard = (0..n)
+            .find_map(|i| self.sessions[i].try_lock())
+            .unwrap_or_else(|| self.sessions[0].lock());
+        // Without prefix and special tokens: only the text's own tokens.
+        let Ok(encoding) = guard.tokenizer.encode(text, false) else {
+            return 1.0;
+        };
+        drop(guard);
+        let ids = encoding.get_ids();
+        if ids.is_empty() {
+            return 1.0;
+        }
+        let unknown = ids.iter().filter(|&&id| id == unk).count();
+        1.0 - unknown as f32 / ids.len() as f32
+    }
+
     fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(self.batch_size) {
@@ -430,6 +458,18 @@ mod tests {
             matches!(&err, Error::Unavailable(m) if m.contains("mnemo setup")),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn minilm_knows_english_tokens_and_not_most_chinese_ones() {
+        let e = embedder();
+        assert!(e.unk_id.is_some());
+        assert_eq!(e.known_token_share("Where do I live these days?"), 1.0);
+        let zh = e.known_token_share("我现在住在哪个城市？");
+        assert!(zh < 0.5, "{zh}");
+        let mixed = e.known_token_share("下周三的 client meeting 在哪个城市？");
+        assert!(mixed > zh && mixed < 1.0, "{mixed}");
+        assert_eq!(e.known_token_share(""), 1.0);
     }
 
     #[test]
