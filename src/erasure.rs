@@ -522,10 +522,18 @@ impl Engine {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut feed =
+                crate::erasure_feed::FeedPruner::new(crate::erasure_feed::FEED_PRUNE_GRACE);
             loop {
                 tick.tick().await;
                 if let Err(e) = engine.sweep_erasures().await {
                     tracing::warn!(error = %e, "erasure sweep failed; it runs again");
+                }
+                if let Err(e) = feed
+                    .run_once(engine.store().as_ref(), engine.clock().now())
+                    .await
+                {
+                    tracing::warn!(error = %e, "change feed pruning failed; it runs again");
                 }
             }
         })

@@ -135,6 +135,27 @@ pub fn user_needles(tenant: &str, user_id: &str) -> Vec<Needle> {
     ]
 }
 
+/// What `mnemo verify-erasure` scans a data directory for: the raw user id
+/// in every file, and the owner key in the index files (the store's
+/// tombstone and change-feed receipt hold the owner key on purpose: they are
+/// the proof of erasure, content-free). Index files are those of the
+/// lexical and vector stores.
+pub fn scan_data_dir_for_user(
+    data_dir: &Path,
+    tenant: &str,
+    user_id: &str,
+) -> Result<ResidueReport> {
+    let mut report = scan_dir(data_dir, &user_needles(tenant, user_id))?;
+    report
+        .hits
+        .retain(|h| !(h.store == StoreFiles::Store && h.found == ["owner_key"]));
+    for s in &mut report.stores {
+        s.files_with_residue = report.hits.iter().filter(|h| h.store == s.store).count() as u64;
+    }
+    report.clean = report.hits.is_empty();
+    Ok(report)
+}
+
 /// Scans every regular file under `root` for `needles` (empty needles are
 /// ignored). Symbolic links are not followed.
 pub fn scan_dir(root: &Path, needles: &[Needle]) -> Result<ResidueReport> {

@@ -657,3 +657,67 @@ async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
         .await
         .unwrap();
 }
+
+/// The change feed forgets erased users' memory ids: rows every live node
+/// applied are pruned after the grace, rows a live node still needs stay.
+#[tokio::test]
+async fn the_change_feed_is_pruned_once_every_live_node_applied_it() {
+    use mnemo::clock::Clock;
+    use mnemo::erasure_feed::FeedPruner;
+    use mnemo::store::ChangeKind;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(manual());
+    let engine = engine_in(dir.path(), clock.clone()).await;
+    let admin = Actor::local("admin");
+    let added = engine
+        .add(
+            &admin,
+            (0..4)
+                .map(|i| long_term("alice", &format!("feed note {i}")))
+                .collect(),
+            true,
+        )
+        .await
+        .unwrap();
+    let store = engine.store().clone();
+    let feed = store.index_changes(0, 100).await.unwrap();
+    assert!(feed
+        .iter()
+        .any(|c| matches!(c.kind, ChangeKind::Memory(id) if id == added[0].id)));
+    engine.forget_user(&admin, "alice").await.unwrap();
+    let head = store.change_feed_head().await.unwrap();
+    assert!(head >= 5);
+    // A live node that has applied only the first two changes.
+    store
+        .node_heartbeat("node-a", 2, clock.now())
+        .await
+        .unwrap();
+    let mut pruner = FeedPruner::new(std::time::Duration::ZERO);
+    assert_eq!(
+        pruner.run_once(store.as_ref(), clock.now()).await.unwrap(),
+        0,
+        "marks first"
+    );
+    assert_eq!(
+        pruner.run_once(store.as_ref(), clock.now()).await.unwrap(),
+        2
+    );
+    let left = store.index_changes(0, 100).await.unwrap();
+    assert_eq!(left.first().map(|c| c.position), Some(3));
+    // The node catches up: everything it applied goes, erased ids included.
+    store
+        .node_heartbeat("node-a", head, clock.now())
+        .await
+        .unwrap();
+    pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
+    assert!(store.index_changes(0, 100).await.unwrap().is_empty());
+    // A node whose heartbeat is stale is not waited for.
+    engine
+        .add(&admin, vec![long_term("bob", "later note")], true)
+        .await
+        .unwrap();
+    clock.advance(chrono::Duration::minutes(5));
+    pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
+    pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
+    assert!(store.index_changes(0, 100).await.unwrap().is_empty());
+}
