@@ -245,6 +245,15 @@ async fn forget_erases_every_store_and_spares_others() {
         Vec::<String>::new()
     );
     let after = scan_dir(dir.path(), &needles).unwrap();
+    // Figures for the record (`--nocapture`): files holding any needle.
+    for (when, r) in [("before", &before), ("after", &after)] {
+        let per: Vec<_> = r
+            .stores
+            .iter()
+            .map(|s| (s.store, s.files_with_residue))
+            .collect();
+        println!("residue {when} erasure: {per:?}");
+    }
     let residue: Vec<_> = after
         .hits
         .iter()
