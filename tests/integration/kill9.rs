@@ -309,7 +309,14 @@ async fn one_run(run: usize, http: &Http, assets: &Path) -> (usize, u64) {
         .iter()
         .filter(|h| !(h.store == StoreFiles::Store && h.found == ["owner_key"]))
         .collect();
-    assert!(residue.is_empty(), "run {run}: residue {residue:?}");
+    if !residue.is_empty() {
+        let kept = std::env::temp_dir().join(format!("mnemo-kill9-run{run}.log"));
+        let _ = std::fs::copy(&log, &kept);
+        panic!(
+            "run {run}: residue {residue:?} (server log kept in {})",
+            kept.display()
+        );
+    }
     (acked.len(), delay_ms)
 }
 

@@ -67,10 +67,10 @@ impl SqliteStore {
 ///
 /// A checkpoint cannot complete while a reader holds an older snapshot (the
 /// pragma then answers `busy` instead of failing), so it is retried for up
-/// to about a second; what is still not copied then is copied by the next
-/// one, and at the latest by the checkpoint at the next open.
+/// to about ten seconds; what is still not copied then is copied by the
+/// next one, and at the latest by the checkpoint at the next open.
 async fn checkpoint(pool: &Pool<Sqlite>) -> Result<()> {
-    for _ in 0..50 {
+    for _ in 0..500 {
         let (busy,): (i64,) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
             .fetch_one(pool)
             .await?;
