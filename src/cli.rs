@@ -987,10 +987,18 @@ async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Res
     let v = engine
         .verify_erasure(&tenant_operator(tenant), user)
         .await?;
-    println!("{}", serde_json::to_string_pretty(&v)?);
     engine.shutdown().await?;
+    drop(engine);
+    // Then the files themselves, store by store (see `erasure_scan`).
+    let files = crate::erasure_scan::scan_data_dir_for_user(&g.data_dir, tenant, user)?;
+    let mut out = serde_json::to_value(&v)?;
+    out["files"] = serde_json::to_value(&files)?;
+    println!("{}", serde_json::to_string_pretty(&out)?);
     if !v.erased {
         bail!("user {user} is not fully erased");
+    }
+    if !files.clean {
+        bail!("files under the data directory still hold bytes of user {user}");
     }
     Ok(())
 }

@@ -9,10 +9,12 @@
 //!    - the lexical index deletes the owner's documents and purges: tantivy
 //!      rewrites the segments that held them and deletes the old files, so the
 //!      deleted text is physically gone;
-//!    - the vector index deletes the owner's points and flushes. Known gap:
-//!      qdrant-edge 0.7.2 keeps deleted points' vectors (no text, no user id:
-//!      the payload holds only a hashed owner key) in its write-ahead log and
-//!      segment files until the index is rebuilt (`mnemo reindex`);
+//!    - the vector index deletes the owner's points, flushes, and purges:
+//!      the embedded engine rebuilds its shard into a fresh directory without
+//!      them and swaps it in (qdrant-edge 0.7.2 keeps deleted points' vectors
+//!      in its WAL and segment files otherwise; see `vector/edge/rebuild.rs`).
+//!      Payloads never held the user id or raw thread ids (hashed owner key,
+//!      keyed thread hashes);
 //!    - the store deletes the user's rows in one transaction — memories in
 //!      every status (pending candidates included), audit events with their
 //!      before/after text, their embedding-cache entries, threads
@@ -343,6 +345,8 @@ impl Engine {
         let vector_step = blocking(move || {
             let n = vectors.delete_owner(&owner)?;
             vectors.flush()?;
+            // Deleted points stay in the engine's files until this rebuild.
+            vectors.purge_deleted()?;
             Ok(n)
         });
         let store_step = async {
@@ -518,10 +522,18 @@ impl Engine {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut feed =
+                crate::erasure_feed::FeedPruner::new(crate::erasure_feed::FEED_PRUNE_GRACE);
             loop {
                 tick.tick().await;
                 if let Err(e) = engine.sweep_erasures().await {
                     tracing::warn!(error = %e, "erasure sweep failed; it runs again");
+                }
+                if let Err(e) = feed
+                    .run_once(engine.store().as_ref(), engine.clock().now())
+                    .await
+                {
+                    tracing::warn!(error = %e, "change feed pruning failed; it runs again");
                 }
             }
         })

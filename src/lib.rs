@@ -59,6 +59,8 @@ pub mod context;
 pub mod domain;
 pub mod embed;
 pub mod erasure;
+pub mod erasure_feed;
+pub mod erasure_scan;
 pub mod error;
 pub mod eval;
 pub mod export;

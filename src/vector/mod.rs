@@ -12,6 +12,7 @@
 //! - Methods are synchronous and may block: call them off the async runtime.
 
 pub mod edge;
+pub mod payload_key;
 pub mod qdrant;
 
 #[cfg(test)]
@@ -26,6 +27,7 @@ use crate::domain::scope::IndexFilter;
 use crate::domain::{Kind, Owner, Status, Tier};
 use crate::error::Result;
 
+pub use self::payload_key::PayloadKey;
 pub use self::qdrant::{CollectionLayout, QdrantServerConfig, QdrantServerIndex};
 
 /// The payload a point carries besides its vector.
@@ -69,6 +71,14 @@ pub trait VectorIndex: Send + Sync {
     fn optimize(&self) -> Result<()>;
     /// Removes every point (used by `reindex`).
     fn clear(&self) -> Result<()>;
+    /// Makes deleted points physically gone from the files this process
+    /// owns, once an owner's points were deleted (an erasure): returns how
+    /// many bytes of old index files it removed, 0 when there was nothing to
+    /// purge or the files are not ours (the Qdrant server's WAL and segments
+    /// are its operator's, see README "Erasure").
+    fn purge_deleted(&self) -> Result<u64> {
+        Ok(0)
+    }
 }
 
 /// Connects to a Qdrant server as the vector index (creating the collection
@@ -112,9 +122,9 @@ pub(crate) const F_IMPORTANCE: &str = "importance";
 pub(crate) const F_VERSION: &str = "version";
 
 /// A point's payload as JSON: `owner`, `tier`, `status`, `kind` (keywords),
-/// `thread_id` (absent when none), `created_at_ms`, `version` (integers) and
-/// `importance` (float).
-pub(crate) fn payload_json(p: &VectorPoint) -> serde_json::Value {
+/// `thread_id` (hashed with `key`, absent when none), `created_at_ms`,
+/// `version` (integers) and `importance` (float).
+pub(crate) fn payload_json(p: &VectorPoint, key: &PayloadKey) -> serde_json::Value {
     let mut v = json!({
         F_OWNER: p.owner.as_str(),
         F_TIER: p.tier.as_str(),
@@ -125,12 +135,13 @@ pub(crate) fn payload_json(p: &VectorPoint) -> serde_json::Value {
         F_VERSION: p.version,
     });
     if let Some(thread) = &p.thread_id {
-        v[F_THREAD] = json!(thread);
+        v[F_THREAD] = json!(key.thread(&p.owner, thread));
     }
     v
 }
 
-/// An [`IndexFilter`] reduced to keyword matches, which each backend writes
+/// An [`IndexFilter`] reduced to keyword matches (thread ids hashed as in
+/// [`payload_json`]), which each backend writes
 /// in its own filter types: a point passes when it matches every key of at
 /// least one clause, and one of the values of every `any_of` key.
 #[derive(Clone, Debug, PartialEq)]
@@ -141,7 +152,7 @@ pub(crate) struct KeywordFilter {
 
 /// `None` when the filter can match nothing (no clauses, no statuses, or an
 /// empty kind list): an empty `should` or `any` must never reach an engine.
-pub(crate) fn keyword_filter(filter: &IndexFilter) -> Option<KeywordFilter> {
+pub(crate) fn keyword_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<KeywordFilter> {
     if filter.clauses.is_empty()
         || filter.statuses.is_empty()
         || filter.kinds.as_ref().is_some_and(|k| k.is_empty())
@@ -157,7 +168,7 @@ pub(crate) fn keyword_filter(filter: &IndexFilter) -> Option<KeywordFilter> {
                 (F_TIER, c.tier.as_str().to_string()),
             ];
             if let Some(thread) = &c.thread_id {
-                must.push((F_THREAD, thread.clone()));
+                must.push((F_THREAD, key.thread(&c.owner, thread)));
             }
             must
         })

@@ -17,6 +17,7 @@ mod export;
 mod forget;
 mod inspect;
 mod isolation;
+mod kill9;
 mod lifecycle;
 mod limits;
 mod llm;
