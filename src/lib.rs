@@ -71,6 +71,7 @@ pub mod mcp;
 pub mod migrate;
 pub mod open;
 pub mod policy;
+pub mod repair;
 pub mod service;
 pub mod service_lifecycle;
 pub mod store;

@@ -358,6 +358,9 @@ pub struct IndexingPolicy {
     pub embed_batch: usize,
     pub optimize_after_writes: usize,
     pub optimize_interval_secs: u64,
+    /// How often the repair loop checks the change feed against the indexes
+    /// (`repair.rs`); a failed index write is healed within one to two.
+    pub repair_interval_secs: u64,
 }
 
 impl Default for IndexingPolicy {
@@ -367,6 +370,7 @@ impl Default for IndexingPolicy {
             embed_batch: 32,
             optimize_after_writes: 5000,
             optimize_interval_secs: 60,
+            repair_interval_secs: 1,
         }
     }
 }
@@ -702,6 +706,12 @@ impl Policy {
             });
         }
         positive("indexing.embed_batch", i.embed_batch as f64)?;
+        if !(1..=3600).contains(&i.repair_interval_secs) {
+            return Err(Error::Config {
+                key: "indexing.repair_interval_secs".into(),
+                message: format!("must be 1..=3600, got {}", i.repair_interval_secs),
+            });
+        }
         let re = &self.reference;
         positive("reference.chunk_chars", re.chunk_chars as f64)?;
         if re.chunk_overlap_chars >= re.chunk_chars {

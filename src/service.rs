@@ -277,6 +277,8 @@ struct Inner {
     writes_since_optimize: AtomicUsize,
     /// "Forget all my data" jobs running on this node (`erasure.rs`).
     erasures: Arc<crate::erasure::ErasureJobs>,
+    /// How far the index repair loop is (`repair.rs`).
+    repair: Arc<crate::repair::RepairStatus>,
 }
 
 /// The memory engine. Cheap to clone; share it.
@@ -320,6 +322,7 @@ impl Engine {
             access_tx,
             writes_since_optimize: AtomicUsize::new(0),
             erasures: Default::default(),
+            repair: Default::default(),
         }))
     }
 
@@ -354,6 +357,11 @@ impl Engine {
 
     pub(crate) fn erasure_jobs_arc(&self) -> Arc<crate::erasure::ErasureJobs> {
         self.0.erasures.clone()
+    }
+
+    /// How far the index repair loop is (`/readyz`, `/metrics`).
+    pub fn repair_status(&self) -> &Arc<crate::repair::RepairStatus> {
+        &self.0.repair
     }
 
     /// How many embedding calls are queued or running (for `/metrics`).
@@ -574,7 +582,8 @@ impl Engine {
     /// already holds the truth and `reconcile` repairs the indexes.
     pub(crate) async fn index(&self, memories: &[Memory], vectors: Vec<Vec<f32>>, refresh: bool) {
         if let Err(e) = self.try_index(memories, vectors, refresh).await {
-            tracing::error!(error = %e, count = memories.len(), "index update failed; reconcile will repair it");
+            tracing::error!(error = %e, count = memories.len(), "index update failed; the repair loop will repair it");
+            crate::repair::note_index_failure();
         }
     }
 
@@ -631,7 +640,8 @@ impl Engine {
         })
         .await;
         if let Err(e) = r {
-            tracing::error!(error = %e, "index delete failed; reconcile will repair it");
+            tracing::error!(error = %e, "index delete failed; the repair loop will repair it");
+            crate::repair::note_index_failure();
         }
     }
 
@@ -729,8 +739,7 @@ impl Engine {
             .update(&[(new.clone(), old.version)], &[event])
             .await?;
         if status.is_indexed() {
-            let vectors = self.embed_passages(std::slice::from_ref(&new)).await?;
-            self.index(std::slice::from_ref(&new), vectors, refresh)
+            self.index_committed(std::slice::from_ref(&new), vec![], None, refresh)
                 .await;
         } else {
             self.unindex(vec![id], refresh).await;
@@ -1011,7 +1020,7 @@ impl Engine {
 
     /// Of index entries the store did not list as indexed, those it still
     /// does not index now (missing, or in a status indexes never hold).
-    async fn still_unindexed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>> {
+    pub(crate) async fn still_unindexed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>> {
         let mut gone = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(1000) {
             let found = self.0.store.get_many(chunk).await?;

@@ -285,7 +285,15 @@ async fn track(State(state): State<AppState>, req: Request, next: Next) -> Respo
     if let Some(route) = &route {
         tracing::Span::current().record("route", route.as_str());
     }
-    let response = next.run(req).await;
+    // A write that committed but whose index update failed still succeeds;
+    // the response says it is not searchable yet (the repair loop indexes
+    // it within seconds).
+    let (mut response, unindexed) = crate::repair::track(next.run(req)).await;
+    if unindexed && response.status().is_success() {
+        response
+            .headers_mut()
+            .insert(INDEXED, axum::http::HeaderValue::from_static("false"));
+    }
     state.metrics.record_request(
         method.as_str(),
         route.as_deref().unwrap_or(metrics::UNMATCHED),
@@ -345,6 +353,9 @@ async fn no_route(State(state): State<AppState>, method: Method, uri: Uri) -> Er
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// `x-mnemo-indexed: false` on a successful write whose store commit holds
+/// but whose index update failed (see `repair.rs`).
+pub const INDEXED: HeaderName = HeaderName::from_static("x-mnemo-indexed");
 
 /// The whole API as a `Router`, ready to serve or to `oneshot` in tests.
 pub fn app(state: AppState) -> Router {

@@ -27,6 +27,7 @@ mod postgres_engine;
 mod qdrant_cluster;
 mod ranking;
 mod real_embedder;
+mod repair;
 mod schema_upgrade;
 mod store_contract;
 mod threads;
