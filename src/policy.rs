@@ -156,6 +156,11 @@ pub struct LimitsPolicy {
     pub burst_per_key: u32,
     /// Threads one user may have; 0 = no quota.
     pub max_threads_per_user: u64,
+    /// Memories one user may hold (any status, until purged); 0 = no quota.
+    pub max_memories_per_user: u64,
+    /// Calls to the chat model made for one user in any minute, per node
+    /// (turns, the proxy, extraction, summaries); 0 = no quota.
+    pub model_calls_per_user_per_minute: u32,
 }
 
 impl Default for LimitsPolicy {
@@ -168,6 +173,8 @@ impl Default for LimitsPolicy {
             requests_per_second_per_key: 200.0,
             burst_per_key: 400,
             max_threads_per_user: 10_000,
+            max_memories_per_user: 1_000_000,
+            model_calls_per_user_per_minute: 120,
         }
     }
 }

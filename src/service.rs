@@ -279,6 +279,8 @@ struct Inner {
     erasures: Arc<crate::erasure::ErasureJobs>,
     /// How far the index repair loop is (`repair.rs`).
     repair: Arc<crate::repair::RepairStatus>,
+    /// Model calls per user in the last minute (`quota.rs`).
+    model_calls: Arc<crate::quota::ModelCallQuota>,
 }
 
 /// The memory engine. Cheap to clone; share it.
@@ -311,6 +313,9 @@ impl Engine {
                 }
             }
         });
+        let model_calls = Arc::new(crate::quota::ModelCallQuota::new(
+            parts.policy.limits.model_calls_per_user_per_minute,
+        ));
         Engine(Arc::new(Inner {
             store: parts.store,
             lexical: parts.lexical,
@@ -323,6 +328,7 @@ impl Engine {
             writes_since_optimize: AtomicUsize::new(0),
             erasures: Default::default(),
             repair: Default::default(),
+            model_calls,
         }))
     }
 
@@ -362,6 +368,11 @@ impl Engine {
     /// How far the index repair loop is (`/readyz`, `/metrics`).
     pub fn repair_status(&self) -> &Arc<crate::repair::RepairStatus> {
         &self.0.repair
+    }
+
+    /// The per-user model-call quota (`quota.rs`).
+    pub fn model_calls(&self) -> &crate::quota::ModelCallQuota {
+        &self.0.model_calls
     }
 
     /// How many embedding calls are queued or running (for `/metrics`).
@@ -816,7 +827,6 @@ impl Engine {
                 ),
             });
         }
-        let replaced = self.delete_document_chunks(actor, &document_id).await?;
         let items = chunks
             .into_iter()
             .enumerate()
@@ -841,7 +851,8 @@ impl Engine {
                 }
             })
             .collect();
-        let added = self.add(actor, items, true).await?;
+        // One transaction: new chunks in, every live old chunk out (document.rs).
+        let (added, replaced) = self.replace_document(actor, &document_id, items).await?;
         Ok(DocumentReceipt {
             document_id,
             chunk_ids: added.into_iter().map(|m| m.id).collect(),
@@ -863,32 +874,8 @@ impl Engine {
     }
 
     async fn delete_document_chunks(&self, actor: &Actor, document_id: &str) -> Result<usize> {
-        let mut n = 0;
-        loop {
-            let chunks = self
-                .0
-                .store
-                .list(&ListQuery {
-                    tenant_id: actor.tenant_id.clone(),
-                    tier: Some(Tier::Reference),
-                    document_id: Some(document_id.to_string()),
-                    limit: 500,
-                    ..Default::default()
-                })
-                .await?;
-            let live: Vec<Memory> = chunks
-                .into_iter()
-                .filter(|m| m.status.is_indexed())
-                .collect();
-            if live.is_empty() {
-                return Ok(n);
-            }
-            for m in live {
-                self.set_status(actor, m.id, Status::Deleted, AuditAction::Delete, false)
-                    .await?;
-                n += 1;
-            }
-        }
+        // An empty replacement: every live chunk out, in one transaction.
+        Ok(self.replace_document(actor, document_id, vec![]).await?.1)
     }
 
     // ----- reads --------------------------------------------------------

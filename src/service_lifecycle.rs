@@ -155,6 +155,7 @@ impl Engine {
             .into_iter()
             .map(|n| self.prepare(actor, n, now))
             .collect::<Result<Vec<_>>>()?;
+        self.check_memory_quotas(&memories).await?;
         let vectors = self.embed_passages_from(&memories, from_thread).await?;
         let lc = &policy.lifecycle;
 

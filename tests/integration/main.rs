@@ -11,6 +11,7 @@ mod common;
 
 mod api;
 mod crash;
+mod documents;
 mod engine;
 mod eval;
 mod export;
@@ -25,6 +26,7 @@ mod metrics;
 mod migrate;
 mod postgres_engine;
 mod qdrant_cluster;
+mod quota;
 mod ranking;
 mod real_embedder;
 mod repair;
