@@ -59,6 +59,13 @@ checks=not_a_server_error,status_code_conformance,content_type_conformance,respo
 status=0
 for who in admin user; do
   key="$admin"; [ "$who" = user ] && key="$user"
+  # Left out: the import takes NDJSON, which schemathesis cannot generate;
+  # the chat proxy and turns answer 503 by design without a chat model; an
+  # admin revoking keys would revoke its own (GET /v1/keys lists its id).
+  excluded=(--exclude-path /v1/users/{user_id}/import
+            --exclude-path /v1/chat/completions
+            --exclude-path /v1/threads/{id}/turns)
+  [ "$who" = admin ] && excluded+=(--exclude-path /v1/keys/{id})
   echo "schemathesis: $who key, --max-examples $max_examples"
   "$venv/bin/schemathesis" run "$base/openapi.json" \
     --header "Authorization: Bearer $key" \
@@ -72,6 +79,7 @@ for who in admin user; do
     --request-timeout 60 \
     --no-color \
     --report ndjson --report-dir "$work/report-$who" \
+    "${excluded[@]}" \
     "$@" || status=1
 done
 if [ "$status" -ne 0 ]; then

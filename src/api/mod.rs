@@ -252,6 +252,15 @@ impl Modify for BearerAuth {
                     .build(),
             )
             .build();
+        let invalid = ResponseBuilder::new()
+            .description("Invalid input: a malformed parameter or body (`invalid_argument`)")
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
         for item in openapi.paths.paths.values_mut() {
             for op in [
                 &mut item.get,
@@ -268,6 +277,18 @@ impl Modify for BearerAuth {
                         .responses
                         .entry("429".to_string())
                         .or_insert_with(|| limited.clone().into());
+                }
+                // Every operation with parameters or a body refuses a
+                // malformed one (an unparsable id in the path, a bad query,
+                // JSON that does not parse) with 400 `invalid_argument`,
+                // before its handler runs.
+                let takes_input = op.parameters.as_ref().is_some_and(|p| !p.is_empty())
+                    || op.request_body.is_some();
+                if takes_input {
+                    op.responses
+                        .responses
+                        .entry("400".to_string())
+                        .or_insert_with(|| invalid.clone().into());
                 }
             }
         }

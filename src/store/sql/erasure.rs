@@ -176,19 +176,13 @@ impl ErasureStore for SqlStore<D> {
     }
 }
 
-/// Rows one erasure transaction deletes at most: each batch is its own short
-/// transaction, so an erasure of a user with 100k rows never holds the
-/// store's write lock (SQLite) or many row locks (PostgreSQL) for seconds,
-/// and other users' writes interleave between batches.
-pub(crate) const ERASE_BATCH: usize = 500;
-
 /// Keys read per round before their batches are deleted.
 const KEYS_PER_ROUND: i64 = 10_000;
 
 impl SqlStore<D> {
     /// Deletes every row of the user from `table`: reads up to
     /// [`KEYS_PER_ROUND`] of its keys (`key`, a column of type `K`), then
-    /// deletes them by key in batches of [`ERASE_BATCH`], each batch its own
+    /// deletes them by key in batches of [`Dialect::ERASE_BATCH`], each batch its own
     /// transaction under the user's exclusive erasure lock; until a read
     /// finds none. By key, not by a `LIMIT` subquery: a subquery would walk
     /// the dead index entries of every earlier batch again (PostgreSQL keeps
@@ -228,18 +222,25 @@ impl SqlStore<D> {
             if keys.is_empty() {
                 return Ok(total);
             }
-            for batch in keys.chunks(ERASE_BATCH) {
+            for batch in keys.chunks(D::ERASE_BATCH) {
                 let mut tx = self.pool.begin().await?;
                 D::lock_user_exclusive(&mut tx, tenant_id, user_id).await?;
+                // By primary key alone (ids and sequence numbers are never
+                // reused), so the planner uses the key's index, not the
+                // owner's range; the cache's key is the whole
+                // (tenant, user, model, text hash).
                 let mut qb: sqlx::QueryBuilder<D> =
-                    sqlx::QueryBuilder::new(format!("DELETE FROM {table} WHERE tenant_id = "));
-                qb.push_bind(tenant_id)
-                    .push(" AND user_id = ")
-                    .push_bind(user_id);
+                    sqlx::QueryBuilder::new(format!("DELETE FROM {table} WHERE "));
                 if let Some((column, value)) = also {
-                    qb.push(format!(" AND {column} = ")).push_bind(value);
+                    qb.push("tenant_id = ")
+                        .push_bind(tenant_id)
+                        .push(" AND user_id = ")
+                        .push_bind(user_id)
+                        .push(format!(" AND {column} = "))
+                        .push_bind(value)
+                        .push(" AND ");
                 }
-                qb.push(format!(" AND {key} IN ("));
+                qb.push(format!("{key} IN ("));
                 let mut list = qb.separated(", ");
                 for k in batch {
                     list.push_bind(k.clone());
