@@ -181,6 +181,11 @@ pub struct LimitsPolicy {
     pub burst_per_key: u32,
     /// Threads one user may have; 0 = no quota.
     pub max_threads_per_user: u64,
+    /// Memories one user may hold (any status, until purged); 0 = no quota.
+    pub max_memories_per_user: u64,
+    /// Calls to the chat model made for one user in any minute, per node
+    /// (turns, the proxy, extraction, summaries); 0 = no quota.
+    pub model_calls_per_user_per_minute: u32,
 }
 
 impl Default for LimitsPolicy {
@@ -193,6 +198,8 @@ impl Default for LimitsPolicy {
             requests_per_second_per_key: 200.0,
             burst_per_key: 400,
             max_threads_per_user: 10_000,
+            max_memories_per_user: 1_000_000,
+            model_calls_per_user_per_minute: 120,
         }
     }
 }
@@ -435,6 +442,9 @@ pub struct IndexingPolicy {
     pub embed_batch: usize,
     pub optimize_after_writes: usize,
     pub optimize_interval_secs: u64,
+    /// How often the repair loop checks the change feed against the indexes
+    /// (`repair.rs`); a failed index write is healed within one to two.
+    pub repair_interval_secs: u64,
 }
 
 impl Default for IndexingPolicy {
@@ -444,6 +454,7 @@ impl Default for IndexingPolicy {
             embed_batch: 32,
             optimize_after_writes: 5000,
             optimize_interval_secs: 60,
+            repair_interval_secs: 1,
         }
     }
 }
@@ -790,6 +801,12 @@ impl Policy {
             });
         }
         positive("indexing.embed_batch", i.embed_batch as f64)?;
+        if !(1..=3600).contains(&i.repair_interval_secs) {
+            return Err(Error::Config {
+                key: "indexing.repair_interval_secs".into(),
+                message: format!("must be 1..=3600, got {}", i.repair_interval_secs),
+            });
+        }
         let re = &self.reference;
         positive("reference.chunk_chars", re.chunk_chars as f64)?;
         if re.chunk_overlap_chars >= re.chunk_chars {

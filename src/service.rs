@@ -278,6 +278,10 @@ struct Inner {
     writes_since_optimize: AtomicUsize,
     /// "Forget all my data" jobs running on this node (`erasure.rs`).
     erasures: Arc<crate::erasure::ErasureJobs>,
+    /// How far the index repair loop is (`repair.rs`).
+    repair: Arc<crate::repair::RepairStatus>,
+    /// Model calls per user in the last minute (`quota.rs`).
+    model_calls: Arc<crate::quota::ModelCallQuota>,
 }
 
 /// The memory engine. Cheap to clone; share it.
@@ -310,6 +314,9 @@ impl Engine {
                 }
             }
         });
+        let model_calls = Arc::new(crate::quota::ModelCallQuota::new(
+            parts.policy.limits.model_calls_per_user_per_minute,
+        ));
         Engine(Arc::new(Inner {
             store: parts.store,
             lexical: parts.lexical,
@@ -321,6 +328,8 @@ impl Engine {
             access_tx,
             writes_since_optimize: AtomicUsize::new(0),
             erasures: Default::default(),
+            repair: Default::default(),
+            model_calls,
         }))
     }
 
@@ -355,6 +364,16 @@ impl Engine {
 
     pub(crate) fn erasure_jobs_arc(&self) -> Arc<crate::erasure::ErasureJobs> {
         self.0.erasures.clone()
+    }
+
+    /// How far the index repair loop is (`/readyz`, `/metrics`).
+    pub fn repair_status(&self) -> &Arc<crate::repair::RepairStatus> {
+        &self.0.repair
+    }
+
+    /// The per-user model-call quota (`quota.rs`).
+    pub fn model_calls(&self) -> &crate::quota::ModelCallQuota {
+        &self.0.model_calls
     }
 
     /// How many embedding calls are queued or running (for `/metrics`).
@@ -575,7 +594,8 @@ impl Engine {
     /// already holds the truth and `reconcile` repairs the indexes.
     pub(crate) async fn index(&self, memories: &[Memory], vectors: Vec<Vec<f32>>, refresh: bool) {
         if let Err(e) = self.try_index(memories, vectors, refresh).await {
-            tracing::error!(error = %e, count = memories.len(), "index update failed; reconcile will repair it");
+            tracing::error!(error = %e, count = memories.len(), "index update failed; the repair loop will repair it");
+            crate::repair::note_index_failure();
         }
     }
 
@@ -632,7 +652,8 @@ impl Engine {
         })
         .await;
         if let Err(e) = r {
-            tracing::error!(error = %e, "index delete failed; reconcile will repair it");
+            tracing::error!(error = %e, "index delete failed; the repair loop will repair it");
+            crate::repair::note_index_failure();
         }
     }
 
@@ -730,8 +751,7 @@ impl Engine {
             .update(&[(new.clone(), old.version)], &[event])
             .await?;
         if status.is_indexed() {
-            let vectors = self.embed_passages(std::slice::from_ref(&new)).await?;
-            self.index(std::slice::from_ref(&new), vectors, refresh)
+            self.index_committed(std::slice::from_ref(&new), vec![], None, refresh)
                 .await;
         } else {
             self.unindex(vec![id], refresh).await;
@@ -808,7 +828,6 @@ impl Engine {
                 ),
             });
         }
-        let replaced = self.delete_document_chunks(actor, &document_id).await?;
         let items = chunks
             .into_iter()
             .enumerate()
@@ -833,7 +852,8 @@ impl Engine {
                 }
             })
             .collect();
-        let added = self.add(actor, items, true).await?;
+        // One transaction: new chunks in, every live old chunk out (document.rs).
+        let (added, replaced) = self.replace_document(actor, &document_id, items).await?;
         Ok(DocumentReceipt {
             document_id,
             chunk_ids: added.into_iter().map(|m| m.id).collect(),
@@ -855,32 +875,8 @@ impl Engine {
     }
 
     async fn delete_document_chunks(&self, actor: &Actor, document_id: &str) -> Result<usize> {
-        let mut n = 0;
-        loop {
-            let chunks = self
-                .0
-                .store
-                .list(&ListQuery {
-                    tenant_id: actor.tenant_id.clone(),
-                    tier: Some(Tier::Reference),
-                    document_id: Some(document_id.to_string()),
-                    limit: 500,
-                    ..Default::default()
-                })
-                .await?;
-            let live: Vec<Memory> = chunks
-                .into_iter()
-                .filter(|m| m.status.is_indexed())
-                .collect();
-            if live.is_empty() {
-                return Ok(n);
-            }
-            for m in live {
-                self.set_status(actor, m.id, Status::Deleted, AuditAction::Delete, false)
-                    .await?;
-                n += 1;
-            }
-        }
+        // An empty replacement: every live chunk out, in one transaction.
+        Ok(self.replace_document(actor, document_id, vec![]).await?.1)
     }
 
     // ----- reads --------------------------------------------------------
@@ -1026,7 +1022,7 @@ impl Engine {
 
     /// Of index entries the store did not list as indexed, those it still
     /// does not index now (missing, or in a status indexes never hold).
-    async fn still_unindexed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>> {
+    pub(crate) async fn still_unindexed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>> {
         let mut gone = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(1000) {
             let found = self.0.store.get_many(chunk).await?;

@@ -490,6 +490,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let jobs = crate::jobs::spawn_jobs(engine.clone());
     // Resumes erasures whose task died with another node, or failed.
     let erasure_sweep = engine.spawn_erasure_sweep(crate::erasure::ERASURE_SWEEP_INTERVAL);
+    // Heals index writes that failed after their store commit (repair.rs).
+    let repair = crate::repair::spawn_repair(&engine).await?;
     let auth = if config.insecure_dev {
         AuthMode::InsecureDev
     } else {
@@ -587,6 +589,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     jobs.abort();
     compactor.abort();
     erasure_sweep.abort();
+    repair.abort();
     // A running erasure finishes before the store closes (its intent would
     // make the next start finish it anyway, but not leave it half done now).
     let erasures = engine.erasure_jobs().running();

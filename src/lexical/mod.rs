@@ -57,6 +57,17 @@ pub trait LexicalIndex: Send + Sync {
     }
     /// Every committed document as (id, version).
     fn entries(&self) -> Result<Vec<(Uuid, i64)>>;
+    /// The versions of the committed documents among `ids` (the repair
+    /// loop's check by id and version, `repair.rs`). The default scans
+    /// `entries`; backends override it with a lookup by id.
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        let wanted: std::collections::HashSet<&Uuid> = ids.iter().collect();
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|(id, _)| wanted.contains(id))
+            .collect())
+    }
     fn count_owner(&self, owner: &Owner) -> Result<usize>;
     fn clear(&self) -> Result<()>;
 }

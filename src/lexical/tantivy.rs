@@ -445,6 +445,34 @@ impl LexicalIndex for TantivyIndex {
         Ok(out)
     }
 
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        let mut out = std::collections::HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let searcher = self.reader.searcher();
+        let query = tantivy::query::TermSetQuery::new(ids.iter().map(|id| self.fields.id_term(id)));
+        let found = searcher
+            .search(&query, &tantivy::collector::DocSetCollector)
+            .map_err(lexical)?;
+        let mut buf = String::new();
+        for address in found {
+            let segment = searcher.segment_reader(address.segment_ord);
+            let fast = segment.fast_fields();
+            let Some(id_column) = fast.str("id").map_err(lexical)? else {
+                continue;
+            };
+            let id = read_id(&id_column, address.doc_id, &mut buf)?;
+            let version = fast
+                .i64("version")
+                .map_err(lexical)?
+                .first(address.doc_id)
+                .ok_or_else(|| lexical(format!("document {id} has no version")))?;
+            out.insert(id, version);
+        }
+        Ok(out)
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         count_owner(&self.reader, &self.fields, owner)
     }

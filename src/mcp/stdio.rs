@@ -61,6 +61,7 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
     tracing::info!(key_id = %actor.id, tenant = %actor.tenant_id, "MCP session on stdio");
     let optimizer = engine.spawn_optimizer();
     let jobs = crate::jobs::spawn_jobs(engine.clone());
+    let repair = crate::repair::spawn_repair(&engine).await?;
     let served = async {
         let service = MnemoMcp::new(engine.clone(), actor)
             .serve(rmcp::transport::stdio())
@@ -75,6 +76,7 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
     .await;
     optimizer.abort();
     jobs.abort();
+    repair.abort();
     engine.shutdown().await?;
     served?;
     tracing::info!("MCP session ended: indexes committed, store checkpointed");

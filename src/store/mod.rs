@@ -293,6 +293,9 @@ pub trait Memories: Send + Sync {
         text_sha256: &str,
     ) -> Result<Vec<Memory>>;
     async fn stats(&self) -> Result<StoreStats>;
+    /// How many memories (any status, until purged) a user holds: the
+    /// `limits.max_memories_per_user` quota.
+    async fn count_user_memories(&self, tenant_id: &str, user_id: &str) -> Result<u64>;
 }
 
 /// Passage embeddings of stored texts, per owner and model.

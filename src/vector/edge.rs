@@ -574,6 +574,37 @@ impl VectorIndex for EdgeVectorIndex {
         })
     }
 
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let point_ids: Vec<PointId> = ids.iter().map(|id| PointId::Uuid(*id)).collect();
+        let records = self.with_shard(|shard| {
+            shard
+                .retrieve(
+                    &point_ids,
+                    Some(WithPayloadInterface::Fields(vec![key(F_VERSION)])),
+                    Some(WithVector::Bool(false)),
+                )
+                .map_err(|e| engine("retrieving points", e))
+        })?;
+        records
+            .into_iter()
+            .map(|r| {
+                let id = point_uuid(r.id)?;
+                let version = r
+                    .payload
+                    .as_ref()
+                    .and_then(|p| p.0.get(F_VERSION))
+                    .and_then(serde_json::Value::as_i64)
+                    .ok_or_else(|| {
+                        Error::Vector(format!("point {id} has no integer `version` payload"))
+                    })?;
+                Ok((id, version))
+            })
+            .collect()
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         self.with_shard(|shard| {
             shard

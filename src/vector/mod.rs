@@ -62,6 +62,17 @@ pub trait VectorIndex: Send + Sync {
     ) -> Result<Vec<(Uuid, f32)>>;
     /// Every point as (id, version).
     fn entries(&self) -> Result<Vec<(Uuid, i64)>>;
+    /// The versions of the points among `ids` that exist (the repair loop's
+    /// check by id and version, `repair.rs`). The default scans `entries`;
+    /// backends override it with a lookup by id.
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        let wanted: std::collections::HashSet<&Uuid> = ids.iter().collect();
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|(id, _)| wanted.contains(id))
+            .collect())
+    }
     /// How many points an owner has (for erasure verification).
     fn count_owner(&self, owner: &Owner) -> Result<usize>;
     /// Makes every write so far durable.

@@ -598,6 +598,36 @@ impl VectorIndex for QdrantServerIndex {
         Ok(out)
     }
 
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let point_ids: Vec<PointId> = ids.iter().map(|id| PointId::from(*id)).collect();
+        let request = qdrant_client::qdrant::GetPointsBuilder::new(&self.collection, point_ids)
+            .with_payload(PayloadIncludeSelector::from(vec![F_VERSION.to_string()]))
+            .with_vectors(false)
+            .read_consistency(consistency(ReadConsistencyType::Majority))
+            .build();
+        let found = self.run("retrieving points", move |c| async move {
+            c.get_points(request).await
+        })?;
+        found
+            .result
+            .into_iter()
+            .map(|p| {
+                let version = match p.payload.get(F_VERSION).and_then(|v| v.kind.as_ref()) {
+                    Some(ValueKind::IntegerValue(v)) => Some(*v),
+                    _ => None,
+                };
+                let id = point_uuid(p.id)?;
+                let version = version.ok_or_else(|| {
+                    Error::Vector(format!("point {id} has no integer `version` payload"))
+                })?;
+                Ok((id, version))
+            })
+            .collect()
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         self.count(owner_filter(owner), "counting an owner's points")
     }

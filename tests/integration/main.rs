@@ -11,6 +11,7 @@ mod common;
 
 mod api;
 mod crash;
+mod documents;
 mod engine;
 mod eval;
 mod export;
@@ -27,8 +28,10 @@ mod migrate;
 mod postgres_engine;
 mod qdrant_cluster;
 mod qdrant_serve;
+mod quota;
 mod ranking;
 mod real_embedder;
+mod repair;
 mod schema_upgrade;
 mod store_contract;
 mod threads;

@@ -131,6 +131,7 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "MAX";
     const DOCUMENT_ID: &'static str = "json_extract(source, '$.document_id')";
     const MEMORIES_BY_OWNER: &'static str = "memories INDEXED BY memories_owner";
+    const ERASE_BATCH: usize = 500;
     const JSON_AS_TEXT: &'static str = "";
 }
 

@@ -685,10 +685,22 @@ class IndexHealth(Response):
 # ----- operations and errors -----------------------------------------------
 
 
+class IndexLag(Response):
+    """How far the server's index repair loop is behind its store (`/readyz`)."""
+
+    __schema_name__ = "IndexLag"
+    repairing: bool
+    changes: int
+    seconds: float
+    last_failure: Optional[str] = None
+    last_failure_at: Optional[datetime] = None
+
+
 class Health(Response):
     __schema_name__ = "Health"
     status: str
     checks: Dict[str, str] = Field(default_factory=dict)
+    index_lag: Optional[IndexLag] = None
 
 
 class ErrorDetail(Response):
