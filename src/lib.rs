@@ -62,6 +62,7 @@ pub mod erasure;
 pub mod error;
 pub mod eval;
 pub mod export;
+pub mod ingest;
 pub mod jobs;
 pub mod keys;
 pub mod lexical;

@@ -135,6 +135,8 @@ pub fn load_embedder_for(
     let paths = AssetPaths::new(assets_dir);
     let options = EmbedderOptions {
         model: policy.embedding.model_spec()?,
+        batch_size: policy.indexing.embed_batch,
+        query_cache_size: policy.embedding.query_cache_size,
         ..EmbedderOptions::default()
     };
     Ok(Arc::new(OnnxEmbedder::load(&paths, options)?))

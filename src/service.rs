@@ -516,15 +516,12 @@ impl Engine {
         if !missing.is_empty() {
             let _permit = self.embed_permit()?;
             let embedder = self.0.embedder.clone();
-            let batch = self.0.policy.indexing.embed_batch;
             let texts: Vec<String> = missing.iter().map(|(_, t)| t.to_string()).collect();
+            // One call: the embedder sorts by length, batches
+            // (`indexing.embed_batch`) and uses every bulk session.
             let fresh = blocking(move || {
-                let mut out = Vec::with_capacity(texts.len());
-                for chunk in texts.chunks(batch) {
-                    let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                    out.extend(embedder.embed_passages(&refs)?);
-                }
-                Ok(out)
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                embedder.embed_passages(&refs)
             })
             .await?;
             let fresh: HashMap<&str, Vec<f32>> =
@@ -1127,17 +1124,32 @@ impl Engine {
             vectors.clear()
         })
         .await?;
-        let mut after = None;
-        let mut done = 0;
-        loop {
-            let batch = self.0.store.scan_indexed(after, 512).await?;
-            let Some(last) = batch.last() else { break };
-            after = Some(last.id);
-            let vecs = self.embed_passages(&batch).await?;
-            self.try_index(&batch, vecs, false).await?;
-            done += batch.len();
-            progress(done, total);
-        }
+        // Reading and embedding the next batch overlaps with indexing this one.
+        let done = crate::ingest::pipeline(
+            |tx| async move {
+                let mut after = None;
+                loop {
+                    let batch = self.0.store.scan_indexed(after, 512).await?;
+                    let Some(last) = batch.last() else { break };
+                    after = Some(last.id);
+                    let vecs = self.embed_passages(&batch).await?;
+                    if tx.send((batch, vecs)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            },
+            |mut rx| async move {
+                let mut done = 0;
+                while let Some((batch, vecs)) = rx.recv().await {
+                    self.try_index(&batch, vecs, false).await?;
+                    done += batch.len();
+                    progress(done, total);
+                }
+                Ok(done)
+            },
+        )
+        .await?;
         self.commit().await?;
         self.optimize().await?;
         Ok(done)

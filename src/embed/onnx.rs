@@ -21,11 +21,14 @@
 //! thread by default and with thread spinning off
 //! (`session.intra_op.allow_spinning = 0`): on a small shared machine spinning
 //! threads steal CPU from everything else and more than doubled single-query
-//! latency in measurements. Parallelism comes from a small pool of sessions
-//! (default 2, one per core), each behind a mutex because fastembed's `embed`
-//! takes `&mut self`; a call takes a free session, or waits for one.
-//! `embed_passages` takes a session per batch of 32, so queries can interleave
-//! with bulk indexing.
+//! latency in measurements. Parallelism comes from a pool of sessions
+//! ([`super::pool`]), each behind a mutex because fastembed's `embed` takes
+//! `&mut self`: *bulk* sessions (default one per core) and one session
+//! *reserved* for queries. `embed_passages` sorts its texts by length, cuts
+//! them into batches of [`EmbedderOptions::batch_size`] and embeds the
+//! batches on every bulk session at once (restoring the caller's order); a
+//! query takes the reserved session, so a search never waits behind a bulk
+//! ingest's batch.
 //!
 //! # Query cache
 //! Agents repeat queries; `embed_query` keeps the last
@@ -36,7 +39,6 @@
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use fastembed::{
@@ -46,6 +48,7 @@ use ort::environment::Environment;
 use parking_lot::Mutex;
 
 use super::assets::{self, AssetPaths, ModelSpec, PoolingKind};
+use super::pool::{self, Pool};
 use super::Embedder;
 use crate::error::{Error, Result};
 
@@ -55,8 +58,12 @@ pub struct EmbedderOptions {
     pub model: &'static ModelSpec,
     /// ONNX Runtime intra-op threads per session (default 1).
     pub threads_per_session: usize,
-    /// Sessions, i.e. embeddings that can run at once (default 2).
+    /// Bulk sessions: batches of `embed_passages` that run at once (default:
+    /// the number of cores).
     pub pool_size: usize,
+    /// Sessions only queries use (default 1; 0 lets queries share the bulk
+    /// sessions and wait behind their batches).
+    pub query_sessions: usize,
     /// Passages per model call in `embed_passages` (default 32).
     pub batch_size: usize,
     /// Query vectors kept by `embed_query` (LRU; 0 turns the cache off;
@@ -69,18 +76,23 @@ impl Default for EmbedderOptions {
         EmbedderOptions {
             model: assets::default_model(),
             threads_per_session: 1,
-            pool_size: 2,
+            pool_size: default_pool_size(),
+            query_sessions: 1,
             batch_size: 32,
             query_cache_size: 1024,
         }
     }
 }
 
+/// One bulk session per core (at least 1).
+pub fn default_pool_size() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// Real embeddings from an ONNX model; vectors are L2-normalised.
 pub struct OnnxEmbedder {
     model: &'static ModelSpec,
-    sessions: Vec<Mutex<TextEmbedding>>,
-    next: AtomicUsize,
+    sessions: Pool<TextEmbedding>,
     batch_size: usize,
     queries: Option<QueryCache>,
 }
@@ -89,7 +101,8 @@ impl std::fmt::Debug for OnnxEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OnnxEmbedder")
             .field("model_id", &self.model.model_id)
-            .field("sessions", &self.sessions.len())
+            .field("bulk_sessions", &self.sessions.bulk_len())
+            .field("query_sessions", &self.sessions.reserved_len())
             .field("batch_size", &self.batch_size)
             .finish()
     }
@@ -200,8 +213,8 @@ impl OnnxEmbedder {
 
         let pool_size = options.pool_size.max(1);
         let threads = options.threads_per_session.max(1);
-        let mut sessions = Vec::with_capacity(pool_size);
-        for _ in 0..pool_size {
+        let mut sessions = Vec::with_capacity(pool_size + options.query_sessions);
+        for _ in 0..pool_size + options.query_sessions {
             let user_model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer_files.clone())
                 .with_pooling(pooling.clone());
             let init = InitOptionsUserDefined::new()
@@ -211,17 +224,17 @@ impl OnnxEmbedder {
                 .with_session_config("session.intra_op.allow_spinning", "0");
             let session = TextEmbedding::try_new_from_user_defined(user_model, init)
                 .map_err(|e| Error::Embedder(format!("loading model {}: {e}", model.model_id)))?;
-            sessions.push(Mutex::new(session));
+            sessions.push(session);
         }
+        let query = sessions.split_off(pool_size);
         let embedder = OnnxEmbedder {
             model,
-            sessions,
-            next: AtomicUsize::new(0),
+            sessions: Pool::new(sessions, query),
             batch_size: options.batch_size.max(1),
             queries: NonZeroUsize::new(options.query_cache_size).map(QueryCache::new),
         };
         // Catch a wrong graph (output size) now rather than at the first request.
-        let probe = embedder.run(vec!["probe".to_string()])?;
+        let probe = embedder.run(&mut embedder.sessions.query(), vec!["probe".to_string()])?;
         if probe[0].len() != model.dim {
             return Err(Error::Embedder(format!(
                 "model {} produced {} dimensions, expected {}",
@@ -245,7 +258,7 @@ impl OnnxEmbedder {
         } else {
             self.model.passage_prefix
         };
-        let session = self.sessions[0].lock();
+        let session = self.sessions.any();
         let encoding = session
             .tokenizer
             .encode(format!("{prefix}{text}"), true)
@@ -253,16 +266,10 @@ impl OnnxEmbedder {
         Ok(encoding.get_ids().to_vec())
     }
 
-    /// Runs one batch on a free session (or waits for the next one in turn).
-    fn run(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
-        let n = self.sessions.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut guard = (0..n)
-            .find_map(|i| self.sessions[(start + i) % n].try_lock())
-            .unwrap_or_else(|| self.sessions[start % n].lock());
+    /// Runs one batch on `session`.
+    fn run(&self, session: &mut TextEmbedding, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let count = texts.len();
-        let mut vectors = guard.embed(texts, None).map_err(embedder_error)?;
-        drop(guard);
+        let mut vectors = session.embed(texts, None).map_err(embedder_error)?;
         if vectors.len() != count {
             return Err(Error::Embedder(format!(
                 "model returned {} vectors for {count} texts",
@@ -328,7 +335,8 @@ impl Embedder for OnnxEmbedder {
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let embed = || {
-            let mut out = self.run(vec![format!("{}{text}", self.model.query_prefix)])?;
+            let text = format!("{}{text}", self.model.query_prefix);
+            let mut out = self.run(&mut self.sessions.query(), vec![text])?;
             Ok(out.pop().expect("one vector per text"))
         };
         match &self.queries {
@@ -338,15 +346,17 @@ impl Embedder for OnnxEmbedder {
     }
 
     fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(self.batch_size) {
+        let workers = self.sessions.bulk_len();
+        pool::embed_bulk(texts, self.batch_size, workers, |chunk| {
             let batch = chunk
                 .iter()
                 .map(|t| format!("{}{t}", self.model.passage_prefix))
                 .collect();
-            out.extend(self.run(batch)?);
-        }
-        Ok(out)
+            // The session is taken after the texts are ready, and only for
+            // the model call.
+            let mut session = self.sessions.bulk();
+            self.run(&mut session, batch)
+        })
     }
 }
 
@@ -579,7 +589,7 @@ mod tests {
         );
         let cpu = cpu_secs();
         {
-            let session = e.sessions[0].lock();
+            let session = e.sessions.any();
             for i in 0..200 {
                 session.tokenizer.encode(sentence(1000 + i), true).unwrap();
             }
