@@ -133,12 +133,7 @@ pub fn load_embedder_for(
     policy: &Policy,
 ) -> Result<Arc<dyn Embedder>> {
     let paths = AssetPaths::new(assets_dir);
-    let options = EmbedderOptions {
-        model: policy.embedding.model_spec()?,
-        batch_size: policy.indexing.embed_batch,
-        query_cache_size: policy.embedding.query_cache_size,
-        ..EmbedderOptions::default()
-    };
+    let options = EmbedderOptions::for_policy(policy)?;
     Ok(Arc::new(OnnxEmbedder::load(&paths, options)?))
 }
 

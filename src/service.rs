@@ -286,6 +286,18 @@ pub struct Engine(Arc<Inner>);
 /// Most embedding calls waiting or running at once before `Overloaded`.
 const EMBED_QUEUE: usize = 64;
 
+/// Of [`EMBED_QUEUE`], permits only searches may take: writes (a bulk
+/// ingest, many `POST /v1/memories` at once) are refused first, so they
+/// cannot turn searches away.
+pub const SEARCH_RESERVED_PERMITS: usize = 8;
+
+fn embed_overloaded() -> Error {
+    Error::Overloaded {
+        message: "too many embedding requests in flight".into(),
+        retry_after_secs: 1,
+    }
+}
+
 async fn blocking<T, F>(f: F) -> Result<T>
 where
     T: Send + 'static,
@@ -514,7 +526,7 @@ impl Engine {
             }
         }
         if !missing.is_empty() {
-            let _permit = self.embed_permit()?;
+            let _permit = self.write_embed_permit()?;
             let embedder = self.0.embedder.clone();
             let texts: Vec<String> = missing.iter().map(|(_, t)| t.to_string()).collect();
             // One call: the embedder sorts by length, batches
@@ -560,10 +572,16 @@ impl Engine {
             .embed_permits
             .clone()
             .try_acquire_owned()
-            .map_err(|_| Error::Overloaded {
-                message: "too many embedding requests in flight".into(),
-                retry_after_secs: 1,
-            })
+            .map_err(|_| embed_overloaded())
+    }
+
+    /// An embedding permit for a write: refused while only the searches'
+    /// reserved permits are left.
+    fn write_embed_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        if self.0.embed_permits.available_permits() <= SEARCH_RESERVED_PERMITS {
+            return Err(embed_overloaded());
+        }
+        self.embed_permit()
     }
 
     /// Brings both indexes in line with these memories: indexed statuses are

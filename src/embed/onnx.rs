@@ -84,6 +84,19 @@ impl Default for EmbedderOptions {
     }
 }
 
+impl EmbedderOptions {
+    /// The options a policy asks for: its `[embedding] model` and
+    /// `query_cache_size`, and `[indexing] embed_batch`; the rest default.
+    pub fn for_policy(policy: &crate::policy::Policy) -> Result<Self> {
+        Ok(EmbedderOptions {
+            model: policy.embedding.model_spec()?,
+            batch_size: policy.indexing.embed_batch,
+            query_cache_size: policy.embedding.query_cache_size,
+            ..EmbedderOptions::default()
+        })
+    }
+}
+
 /// One bulk session per core (at least 1).
 pub fn default_pool_size() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
@@ -250,6 +263,11 @@ impl OnnxEmbedder {
         self.model
     }
 
+    /// Query vectors held by the query cache (0 when it is off).
+    pub fn cached_queries(&self) -> usize {
+        self.queries.as_ref().map_or(0, |c| c.0.lock().len())
+    }
+
     /// The token ids the model is fed for `text` as a query (or a stored
     /// passage), prefix and special tokens included; for tests and diagnostics.
     pub fn token_ids(&self, text: &str, query: bool) -> Result<Vec<u32>> {
@@ -407,6 +425,37 @@ mod tests {
         assert!(err.is_err());
         assert_eq!(cache.get_or_embed("m", "c", || embed(5.0)).unwrap(), [5.0]);
         assert_eq!(cache.0.lock().len(), 2, "bounded");
+    }
+
+    #[test]
+    fn the_policy_sizes_the_query_cache_and_zero_turns_it_off() {
+        let mut policy = crate::policy::Policy::default();
+        assert_eq!(
+            EmbedderOptions::for_policy(&policy)
+                .unwrap()
+                .query_cache_size,
+            1024,
+            "the shipped default"
+        );
+        policy.embedding.model = assets::MINILM_L6_V2.name.into();
+        policy.indexing.embed_batch = 8;
+        for (size, held) in [(2, 2), (0, 0)] {
+            policy.embedding.query_cache_size = size;
+            let options = EmbedderOptions {
+                pool_size: 1,
+                query_sessions: 0,
+                ..EmbedderOptions::for_policy(&policy).unwrap()
+            };
+            assert_eq!((options.batch_size, options.query_cache_size), (8, size));
+            let e = OnnxEmbedder::load(&test_assets(), options).unwrap();
+            let first = e.embed_query("green tea").unwrap();
+            for q in ["green tea", "black coffee", "a walk", "green tea"] {
+                e.embed_query(q).unwrap();
+            }
+            assert_eq!(e.cached_queries(), held, "query_cache_size {size}");
+            // Cached or not, the vector is the same.
+            assert_eq!(e.embed_query("green tea").unwrap(), first);
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod engine;
 mod eval;
 mod export;
 mod forget;
+mod ingest;
 mod inspect;
 mod isolation;
 mod lifecycle;
