@@ -50,6 +50,7 @@
 //! # });
 //! ```
 
+pub mod access;
 pub mod agent;
 pub mod api;
 pub mod cli;

@@ -312,15 +312,8 @@ impl Engine {
     /// Assembles an engine from its parts and starts its background tasks
     /// (access recording). Call [`Engine::reconcile`] before serving.
     pub fn new(parts: Parts) -> Self {
-        let (access_tx, mut access_rx) = mpsc::channel::<(Vec<Uuid>, DateTime<Utc>)>(1024);
-        let store = parts.store.clone();
-        tokio::spawn(async move {
-            while let Some((ids, at)) = access_rx.recv().await {
-                if let Err(e) = store.record_access(&ids, at).await {
-                    tracing::warn!(error = %e, "recording access failed");
-                }
-            }
-        });
+        let (access_tx, access_rx) = mpsc::channel::<crate::access::Access>(1024);
+        tokio::spawn(crate::access::record(parts.store.clone(), access_rx));
         Engine(Arc::new(Inner {
             store: parts.store,
             lexical: parts.lexical,

@@ -1,6 +1,7 @@
-//! Bulk ingest: the pipelined `add_bulk` writes what consecutive `add`
-//! calls write, embedding each text once, and writes cannot take the
-//! embedding permits reserved for searches.
+//! Bulk ingest and the search path under it: the pipelined `add_bulk`
+//! writes what consecutive `add` calls write, embedding each text once;
+//! writes cannot take the embedding permits reserved for searches; the
+//! access recorder's merged writes count every search.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -144,4 +145,50 @@ async fn writes_filling_the_embedding_queue_leave_permits_to_searches() {
     for h in held {
         h.await.unwrap().unwrap();
     }
+}
+
+#[tokio::test]
+async fn concurrent_searches_count_every_access() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), HashingEmbedder::new(64)).await;
+    let actor = Actor::local("t");
+    let m = engine
+        .add(
+            &actor,
+            vec![long_term("u", "the user likes green tea")],
+            true,
+        )
+        .await
+        .unwrap()
+        .remove(0);
+    // Searches ending together: the recorder merges them into few writes,
+    // and the count must still be one per search.
+    let searches: Vec<_> = (0..20)
+        .map(|_| {
+            let e = engine.clone();
+            tokio::spawn(async move {
+                e.search(SearchRequest::new(Scope::user("u"), "green tea"))
+                    .await
+                    .unwrap()
+                    .hits
+                    .len()
+            })
+        })
+        .collect();
+    for s in searches {
+        assert_eq!(s.await.unwrap(), 1);
+    }
+    let mut count = 0;
+    for _ in 0..200 {
+        count = engine.get(&actor, m.id).await.unwrap().access_count;
+        if count == 20 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(count, 20);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let m = engine.get(&actor, m.id).await.unwrap();
+    assert_eq!(m.access_count, 20, "not counted twice");
+    assert!(m.last_accessed_at.is_some());
 }
