@@ -650,15 +650,9 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let pb = progress_bar(memories.len() as u64, "ingest");
     let actor = Actor::local("cli");
-    let mut total = 0;
-    let mut iter = memories.into_iter().peekable();
-    while iter.peek().is_some() {
-        let batch: Vec<NewMemory> = iter.by_ref().take(a.batch.max(1)).collect();
-        let n = batch.len();
-        engine.add(&actor, batch, false).await?;
-        total += n;
-        pb.inc(n as u64);
-    }
+    // Embedding of the next batch overlaps with writing this one.
+    let total =
+        crate::ingest::add_bulk(&engine, &actor, memories, a.batch, |n| pb.inc(n as u64)).await?;
     engine.commit().await?;
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();

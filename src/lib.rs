@@ -50,6 +50,7 @@
 //! # });
 //! ```
 
+pub mod access;
 pub mod agent;
 pub mod api;
 pub mod cli;
@@ -65,6 +66,7 @@ pub mod erasure_scan;
 pub mod error;
 pub mod eval;
 pub mod export;
+pub mod ingest;
 pub mod jobs;
 pub mod keys;
 pub mod lexical;

@@ -133,10 +133,7 @@ pub fn load_embedder_for(
     policy: &Policy,
 ) -> Result<Arc<dyn Embedder>> {
     let paths = AssetPaths::new(assets_dir);
-    let options = EmbedderOptions {
-        model: policy.embedding.model_spec()?,
-        ..EmbedderOptions::default()
-    };
+    let options = EmbedderOptions::for_policy(policy)?;
     Ok(Arc::new(OnnxEmbedder::load(&paths, options)?))
 }
 

@@ -53,6 +53,9 @@ pub struct EmbeddingPolicy {
     /// `--embedding-model` / `MNEMO_EMBEDDING_MODEL`. Changing it needs a
     /// `mnemo reindex` (vectors of different models are not comparable).
     pub model: String,
+    /// Query vectors kept in the embedder's LRU (keyed by model and text),
+    /// for agents that repeat queries; 0 turns it off.
+    pub query_cache_size: usize,
     #[serde(rename = "all-minilm-l6-v2")]
     pub all_minilm_l6_v2: ModelCalibration,
     #[serde(rename = "multilingual-e5-small")]
@@ -105,6 +108,7 @@ impl Default for EmbeddingPolicy {
     fn default() -> Self {
         EmbeddingPolicy {
             model: crate::embed::assets::default_model().name.to_string(),
+            query_cache_size: 1024,
             all_minilm_l6_v2: ModelCalibration::ALL_MINILM_L6_V2,
             multilingual_e5_small: ModelCalibration::MULTILINGUAL_E5_SMALL,
         }

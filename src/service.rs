@@ -291,6 +291,18 @@ pub struct Engine(Arc<Inner>);
 /// Most embedding calls waiting or running at once before `Overloaded`.
 const EMBED_QUEUE: usize = 64;
 
+/// Of [`EMBED_QUEUE`], permits only searches may take: writes (a bulk
+/// ingest, many `POST /v1/memories` at once) are refused first, so they
+/// cannot turn searches away.
+pub const SEARCH_RESERVED_PERMITS: usize = 8;
+
+fn embed_overloaded() -> Error {
+    Error::Overloaded {
+        message: "too many embedding requests in flight".into(),
+        retry_after_secs: 1,
+    }
+}
+
 async fn blocking<T, F>(f: F) -> Result<T>
 where
     T: Send + 'static,
@@ -305,15 +317,8 @@ impl Engine {
     /// Assembles an engine from its parts and starts its background tasks
     /// (access recording). Call [`Engine::reconcile`] before serving.
     pub fn new(parts: Parts) -> Self {
-        let (access_tx, mut access_rx) = mpsc::channel::<(Vec<Uuid>, DateTime<Utc>)>(1024);
-        let store = parts.store.clone();
-        tokio::spawn(async move {
-            while let Some((ids, at)) = access_rx.recv().await {
-                if let Err(e) = store.record_access(&ids, at).await {
-                    tracing::warn!(error = %e, "recording access failed");
-                }
-            }
-        });
+        let (access_tx, access_rx) = mpsc::channel::<crate::access::Access>(1024);
+        tokio::spawn(crate::access::record(parts.store.clone(), access_rx));
         let model_calls = Arc::new(crate::quota::ModelCallQuota::new(
             parts.policy.limits.model_calls_per_user_per_minute,
         ));
@@ -534,17 +539,14 @@ impl Engine {
             }
         }
         if !missing.is_empty() {
-            let _permit = self.embed_permit()?;
+            let _permit = self.write_embed_permit()?;
             let embedder = self.0.embedder.clone();
-            let batch = self.0.policy.indexing.embed_batch;
             let texts: Vec<String> = missing.iter().map(|(_, t)| t.to_string()).collect();
+            // One call: the embedder sorts by length, batches
+            // (`indexing.embed_batch`) and uses every bulk session.
             let fresh = blocking(move || {
-                let mut out = Vec::with_capacity(texts.len());
-                for chunk in texts.chunks(batch) {
-                    let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                    out.extend(embedder.embed_passages(&refs)?);
-                }
-                Ok(out)
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                embedder.embed_passages(&refs)
             })
             .await?;
             let fresh: HashMap<&str, Vec<f32>> =
@@ -583,10 +585,16 @@ impl Engine {
             .embed_permits
             .clone()
             .try_acquire_owned()
-            .map_err(|_| Error::Overloaded {
-                message: "too many embedding requests in flight".into(),
-                retry_after_secs: 1,
-            })
+            .map_err(|_| embed_overloaded())
+    }
+
+    /// An embedding permit for a write: refused while only the searches'
+    /// reserved permits are left.
+    fn write_embed_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        if self.0.embed_permits.available_permits() <= SEARCH_RESERVED_PERMITS {
+            return Err(embed_overloaded());
+        }
+        self.embed_permit()
     }
 
     /// Brings both indexes in line with these memories: indexed statuses are
@@ -1138,17 +1146,32 @@ impl Engine {
             vectors.clear()
         })
         .await?;
-        let mut after = None;
-        let mut done = 0;
-        loop {
-            let batch = self.0.store.scan_indexed(after, 512).await?;
-            let Some(last) = batch.last() else { break };
-            after = Some(last.id);
-            let vecs = self.embed_passages(&batch).await?;
-            self.try_index(&batch, vecs, false).await?;
-            done += batch.len();
-            progress(done, total);
-        }
+        // Reading and embedding the next batch overlaps with indexing this one.
+        let done = crate::ingest::pipeline(
+            |tx| async move {
+                let mut after = None;
+                loop {
+                    let batch = self.0.store.scan_indexed(after, 512).await?;
+                    let Some(last) = batch.last() else { break };
+                    after = Some(last.id);
+                    let vecs = self.embed_passages(&batch).await?;
+                    if tx.send((batch, vecs)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            },
+            |mut rx| async move {
+                let mut done = 0;
+                while let Some((batch, vecs)) = rx.recv().await {
+                    self.try_index(&batch, vecs, false).await?;
+                    done += batch.len();
+                    progress(done, total);
+                }
+                Ok(done)
+            },
+        )
+        .await?;
         self.commit().await?;
         self.optimize().await?;
         Ok(done)

@@ -9,6 +9,7 @@ pub mod bert;
 pub mod e5;
 pub mod hashing;
 pub mod onnx;
+mod pool;
 
 use crate::error::Result;
 

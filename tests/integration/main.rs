@@ -16,6 +16,7 @@ mod engine;
 mod eval;
 mod export;
 mod forget;
+mod ingest;
 mod inspect;
 mod isolation;
 mod kill9;
