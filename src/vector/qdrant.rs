@@ -47,6 +47,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+pub use qdrant_client::qdrant::ReplicaState;
 use qdrant_client::qdrant::{
     point_id::PointIdOptions, read_consistency, value::Kind as ValueKind, vectors_config,
     AcornSearchParamsBuilder, Condition, CountPointsBuilder, CreateCollectionBuilder,
@@ -274,25 +275,29 @@ impl QdrantServerIndex {
 
     /// Where each shard of the collection lives, as the peer this client
     /// talks to sees it: shard id → (peer id, replica state) for every
-    /// replica, local and remote. State 1 is `Active` (Qdrant's
-    /// `ReplicaState`).
-    pub fn shard_replicas(&self) -> Result<std::collections::BTreeMap<u32, Vec<(u64, i32)>>> {
+    /// replica, local and remote (a state this client does not know reads as
+    /// `Dead`).
+    pub fn shard_replicas(
+        &self,
+    ) -> Result<std::collections::BTreeMap<u32, Vec<(u64, ReplicaState)>>> {
         let name = self.collection.clone();
         let info = self.run("reading the collection's shards", move |c| async move {
             c.collection_cluster_info(name).await
         })?;
-        let mut shards: std::collections::BTreeMap<u32, Vec<(u64, i32)>> = Default::default();
+        let state = |s: i32| ReplicaState::try_from(s).unwrap_or(ReplicaState::Dead);
+        let mut shards: std::collections::BTreeMap<u32, Vec<(u64, ReplicaState)>> =
+            Default::default();
         for local in &info.local_shards {
             shards
                 .entry(local.shard_id)
                 .or_default()
-                .push((info.peer_id, local.state));
+                .push((info.peer_id, state(local.state)));
         }
         for remote in &info.remote_shards {
             shards
                 .entry(remote.shard_id)
                 .or_default()
-                .push((remote.peer_id, remote.state));
+                .push((remote.peer_id, state(remote.state)));
         }
         Ok(shards)
     }
@@ -760,7 +765,7 @@ mod tests {
             let peers: std::collections::BTreeSet<u64> = placed.iter().map(|p| p.0).collect();
             assert_eq!(peers.len(), replicas as usize, "shard {shard}: {placed:?}");
             assert!(
-                placed.iter().all(|p| p.1 == 1),
+                placed.iter().all(|p| p.1 == ReplicaState::Active),
                 "shard {shard} not active: {placed:?}"
             );
         }

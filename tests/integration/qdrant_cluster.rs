@@ -241,7 +241,12 @@ async fn wait_all_active(config: &QdrantServerConfig, within: Duration) -> bool 
         if let Ok(shards) = idx.shard_replicas() {
             let replicas: usize = shards.values().map(Vec::len).sum();
             let want = config.layout.replication_factor.unwrap_or(1) as usize * shards.len();
-            if replicas >= want && shards.values().flatten().all(|r| r.1 == 1) {
+            if replicas >= want
+                && shards
+                    .values()
+                    .flatten()
+                    .all(|r| r.1 == mnemo::vector::qdrant::ReplicaState::Active)
+            {
                 return true;
             }
         }
