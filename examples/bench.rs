@@ -8,12 +8,14 @@
 //! Needs model assets (`mnemo setup`). Prints a table; writes nothing else
 //! outside a temporary directory.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::{NewMemory, Scope, Tier};
-use mnemo::service::{Actor, Legs, SearchRequest};
+use mnemo::embed::onnx::OnnxEmbedder;
+use mnemo::policy::Policy;
+use mnemo::service::{Legs, SearchRequest};
+use mnemo::Engine;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -111,16 +113,13 @@ async fn main() -> anyhow::Result<()> {
     let assets = std::env::var_os("MNEMO_ASSETS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
-    let embedder = mnemo::open::load_embedder(&assets)?;
+    let embedder = OnnxEmbedder::for_policy(&assets, &Policy::default())?;
     let dir = tempfile::tempdir()?;
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Default::default(),
-        embedder,
-        Arc::new(SystemClock),
-        false,
-    )
-    .await?;
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder)
+        .build()
+        .await?
+        .engine;
     let actor = Actor::local("bench");
     let mut rng = StdRng::seed_from_u64(7);
 

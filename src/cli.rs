@@ -8,10 +8,13 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::domain::Actor;
 use crate::domain::{Kind, NewMemory, Scope, Tier};
-use crate::open::{self, EngineConfig};
+use crate::embed::onnx::OnnxEmbedder;
 use crate::policy::Policy;
-use crate::service::{Actor, Engine, Legs, SearchRequest};
+use crate::service::{Engine, EngineBuilder, Legs, SearchRequest};
+use crate::store::url::StoreUrl;
+use crate::vector::VectorBackend;
 
 #[derive(Parser, Debug)]
 #[command(name = "mnemo", version, about = "A memory service for AI agents")]
@@ -48,7 +51,7 @@ pub struct GlobalArgs {
     pub db_pool_size: Option<u32>,
     /// Clustered mode: the Qdrant server and this node's name.
     #[command(flatten)]
-    pub cluster: crate::cluster::ClusterArgs,
+    pub cluster: crate::service::cluster::ClusterArgs,
     /// The embedding model (overrides the policy's `[embedding] model`):
     /// `all-minilm-l6-v2` or `multilingual-e5-small`.
     #[arg(long, env = "MNEMO_EMBEDDING_MODEL", global = true)]
@@ -107,15 +110,14 @@ impl GlobalArgs {
         Ok(policy)
     }
 
-    pub fn engine_config(&self) -> anyhow::Result<EngineConfig> {
-        Ok(EngineConfig {
-            data_dir: self.data_dir.clone(),
-            policy: self.policy()?,
-            assets_dir: self.assets_dir.clone(),
-            database_url: self.database_url.clone(),
-            db_pool_size: self.db_pool_size(),
-            vectors: self.vector_backend(),
-        })
+    /// The engine these arguments describe (not yet opened).
+    pub fn engine_builder(&self) -> anyhow::Result<EngineBuilder> {
+        Ok(Engine::builder(&self.data_dir)
+            .policy(self.policy()?)
+            .assets_dir(&self.assets_dir)
+            .database_url(self.database_url.clone())
+            .db_pool_size(self.db_pool_size())
+            .vectors(self.vector_backend()))
     }
 
     /// PostgreSQL connections per node, defaulted.
@@ -125,7 +127,7 @@ impl GlobalArgs {
     }
 
     /// The embedded index, or the Qdrant server `--qdrant-url` names.
-    pub fn vector_backend(&self) -> open::VectorBackend {
+    pub fn vector_backend(&self) -> VectorBackend {
         self.cluster.vector_backend()
     }
 }
@@ -457,8 +459,7 @@ pub fn ensure_assets(g: &GlobalArgs) -> anyhow::Result<()> {
 
 async fn open_engine(g: &GlobalArgs) -> anyhow::Result<Engine> {
     ensure_assets(g)?;
-    let (engine, _report) = open::open(&g.engine_config()?).await?;
-    Ok(engine)
+    Ok(g.engine_builder()?.build().await?.engine)
 }
 
 async fn add(g: &GlobalArgs, a: AddArgs) -> anyhow::Result<()> {
@@ -674,19 +675,12 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
 
 async fn reindex(g: &GlobalArgs) -> anyhow::Result<()> {
     ensure_assets(g)?;
-    let config = g.engine_config()?;
-    let embedder = open::load_embedder_for(&config.assets_dir, &config.policy)?;
-    let store = open::open_store(&config).await?;
-    let (engine, _) = open::open_parts(
-        &config.data_dir,
-        store,
-        config.policy,
-        embedder,
-        std::sync::Arc::new(crate::clock::SystemClock),
-        true,
-        &config.vectors,
-    )
-    .await?;
+    let engine = g
+        .engine_builder()?
+        .allow_model_change(true)
+        .build()
+        .await?
+        .engine;
     let pb = progress_bar(0, "reindex");
     let n = engine
         .reindex(|done, total| {
@@ -728,8 +722,9 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
         None => ConfigFile::default(),
     };
     let g = layered_globals(g, &file);
-    let store =
-        open::open_store_at(&g.data_dir, g.database_url.as_deref(), g.db_pool_size()).await?;
+    let store = StoreUrl::resolve(&g.data_dir, g.database_url.as_deref())?
+        .open(g.db_pool_size())
+        .await?;
     let store = store.as_ref();
     let now = chrono::Utc::now();
     match cmd {
@@ -737,7 +732,8 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
             tenant, user, role, ..
         } => {
             let (key, secret) =
-                crate::keys::create(store, &tenant, user.as_deref(), role.into(), now).await?;
+                crate::service::keys::create(store, &tenant, user.as_deref(), role.into(), now)
+                    .await?;
             eprintln!(
                 "created {} key {} for tenant `{}`{}; the secret below is shown only now:",
                 key.role.as_str(),
@@ -797,7 +793,7 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
 
 async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
     use crate::migrate::{copy_store, CopyOptions};
-    use crate::open::StoreUrl;
+    use crate::store::url::StoreUrl;
     let from = StoreUrl::parse(&m.from).context("--from")?;
     let to = StoreUrl::parse(&m.to).context("--to")?;
     if from == to {
@@ -821,7 +817,7 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
             scratch = tempfile::tempdir().context("creating a scratch directory")?;
             Some((scratch.path().to_path_buf(), cluster.vector_backend()))
         }
-        Some(v) => Some((PathBuf::from(v), open::VectorBackend::Embedded)),
+        Some(v) => Some((PathBuf::from(v), VectorBackend::Embedded)),
         None => None,
     };
     // Check the index target before copying anything, so that a bad
@@ -829,8 +825,8 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
     let embedder = match &vectors_to {
         Some((_, backend)) => {
             ensure_assets(g)?;
-            let embedder = open::load_embedder_for(&g.assets_dir, &g.policy()?)?;
-            if let open::VectorBackend::Server(config) = backend.clone() {
+            let embedder = OnnxEmbedder::for_policy(&g.assets_dir, &g.policy()?)?;
+            if let VectorBackend::Server(config) = backend.clone() {
                 let dim = embedder.dim();
                 tokio::task::spawn_blocking(move || {
                     crate::vector::QdrantServerIndex::connect(&config, dim)
@@ -900,16 +896,14 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
         let started = std::time::Instant::now();
         // Opening reconciles: every memory the store indexes is added to the
         // (empty) indexes, its vector taken from the copied embedding cache.
-        let (engine, index) = open::open_parts(
-            &dir,
-            target,
-            g.policy()?,
-            embedder,
-            std::sync::Arc::new(crate::clock::SystemClock),
-            false,
-            &backend,
-        )
-        .await?;
+        let opened = Engine::builder(&dir)
+            .store(target)
+            .policy(g.policy()?)
+            .embedder(embedder)
+            .vectors(backend)
+            .build()
+            .await?;
+        let (engine, index) = (opened.engine, opened.reconciled);
         let stats = engine.stats().await?;
         println!(
             "indexes in {}: {} vectors, {} lexical documents for {} indexed memories ({:.1} s)",
@@ -1071,7 +1065,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     ensure_assets(g)?;
-    let embedder = open::load_embedder_for(&g.assets_dir, &g.policy()?)?;
+    let embedder = OnnxEmbedder::for_policy(&g.assets_dir, &g.policy()?)?;
     let cache_dir = a.cache_dir.clone().unwrap_or_else(|| {
         std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)

@@ -391,7 +391,7 @@ impl Default for ReferencePolicy {
 #[serde(deny_unknown_fields, default)]
 pub struct ContextPolicy {
     pub budget_fraction: f64,
-    pub tokenizer: crate::context::Tokenizer,
+    pub tokenizer: crate::domain::tokens::Tokenizer,
     pub max_long_term: usize,
     pub max_working: usize,
     pub max_reference: usize,
@@ -401,7 +401,7 @@ impl Default for ContextPolicy {
     fn default() -> Self {
         ContextPolicy {
             budget_fraction: 0.10,
-            tokenizer: crate::context::Tokenizer::Cl100kBase,
+            tokenizer: crate::domain::tokens::Tokenizer::Cl100kBase,
             max_long_term: 5,
             max_working: 3,
             max_reference: 5,
@@ -520,8 +520,8 @@ impl Default for CleanupPolicy {
 }
 
 impl CleanupPolicy {
-    pub fn importance_rule(&self) -> crate::lifecycle::ImportanceRule {
-        crate::lifecycle::ImportanceRule {
+    pub fn importance_rule(&self) -> crate::domain::lifecycle::ImportanceRule {
+        crate::domain::lifecycle::ImportanceRule {
             heat_half_life_days: self.heat_half_life_days,
             heat_weight: self.heat_weight,
             age_weight: self.age_weight,
@@ -821,8 +821,8 @@ impl Policy {
 
     /// "Same fact": the configured model's similarity threshold and the
     /// lifecycle's word overlap.
-    pub fn match_rule(&self) -> crate::lifecycle::MatchRule {
-        crate::lifecycle::MatchRule {
+    pub fn match_rule(&self) -> crate::domain::lifecycle::MatchRule {
+        crate::domain::lifecycle::MatchRule {
             min_similarity: self.embedding.thresholds().reinforce_min_similarity,
             min_overlap: self.lifecycle.reinforce_min_overlap,
         }
@@ -830,8 +830,8 @@ impl Policy {
 
     /// "Corrects": the configured model's similarity threshold and the
     /// lifecycle's word overlap.
-    pub fn correction_rule(&self) -> crate::lifecycle::CorrectionRule {
-        crate::lifecycle::CorrectionRule {
+    pub fn correction_rule(&self) -> crate::domain::lifecycle::CorrectionRule {
+        crate::domain::lifecycle::CorrectionRule {
             min_similarity: self.embedding.thresholds().correction_min_similarity,
             min_overlap: self.lifecycle.correction_min_overlap,
         }

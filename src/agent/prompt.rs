@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::context::{pack, ChatMessage, TokenCounter};
+use crate::domain::chat::ChatMessage;
+use crate::domain::context::pack;
 use crate::domain::ranking::Hit;
+use crate::domain::tokens::TokenCounter;
 use crate::policy::ContextPolicy;
 
 /// Tokens a chat message costs besides its content (role and delimiters, as
@@ -92,7 +94,7 @@ pub fn assemble(
     counter: &dyn TokenCounter,
 ) -> Prompt {
     let budget_memories =
-        crate::context::budget_tokens(input.model_context_tokens, input.budget_fraction);
+        crate::domain::context::budget_tokens(input.model_context_tokens, input.budget_fraction);
     let block = pack(input.hits, budget_memories, quotas, counter);
 
     let mut t = TokenBreakdown {
@@ -163,7 +165,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::Tokenizer;
+    use crate::domain::tokens::Tokenizer;
     use crate::domain::{Memory, Tier};
     use chrono::Utc;
     use proptest::prelude::*;

@@ -34,16 +34,17 @@ use crate::agent::compaction::{
 use crate::agent::extract::{Extractor, RuleExtractor};
 use crate::agent::extract_model::{ModelExtractor, ModelSummarizer};
 use crate::agent::prompt::{assemble, Prompt, PromptInput, TokenBreakdown};
-use crate::context::ChatMessage;
+use crate::domain::chat::ChatMessage;
 use crate::domain::memory::{validate_id, validate_text};
 use crate::domain::thread::{
     Message, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
 };
+use crate::domain::Actor;
 use crate::domain::{NewMemory, Scope, Source, Tier};
 use crate::error::{Error, Result};
 use crate::llm::{ChatModel, CompletionOptions};
-use crate::service::{Actor, Engine, SearchRequest};
-use crate::service_lifecycle::Outcome;
+use crate::service::Outcome;
+use crate::service::{Engine, SearchRequest};
 
 /// Why turns answer 503 without a model.
 pub const NO_MODEL: &str = "no chat model is configured: set the OpenAI-compatible endpoint \

@@ -37,6 +37,8 @@ use crate::error::Error;
 use crate::llm::openai::{
     OpenAiClient, OpenAiConfig, DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECS,
 };
+use crate::service::Opened;
+use crate::vector::VectorBackend;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";
 const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
@@ -372,7 +374,7 @@ impl ServeConfig {
         }
         let global = layered_globals(global, &file);
         if let Some(url) = &global.database_url {
-            crate::open::StoreUrl::parse(url)?;
+            crate::store::url::StoreUrl::parse(url)?;
         }
         if global.db_pool_size == Some(0) {
             return Err(config_err("db_pool_size", "must be at least 1"));
@@ -454,42 +456,40 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || crate::cli::ensure_assets(&g))
         .await
         .context("asset check failed")??;
-    let engine_config = config.global.engine_config()?;
+    let mut builder = config.global.engine_builder()?;
     // Clustered mode (vectors on a Qdrant server): this node's lexical index
     // follows the store's change feed, so it sees every node's writes.
-    let (engine, report, follower) = match engine_config.vectors {
-        crate::open::VectorBackend::Embedded => {
-            let (engine, report) = crate::open::open(&engine_config).await?;
-            (engine, report, None)
-        }
-        crate::open::VectorBackend::Server(_) => {
-            let node_id = config.global.cluster.node_id();
-            let (engine, report, follower) =
-                crate::open::open_node(&engine_config, node_id).await?;
-            tracing::info!(
-                node_id = follower.node_id(),
-                position = follower.position(),
-                "following the change feed"
-            );
-            (engine, report, Some(follower))
-        }
-    };
+    if let VectorBackend::Server(_) = builder.vector_backend() {
+        builder = builder.node_id(config.global.cluster.node_id());
+    }
+    let Opened {
+        engine,
+        reconciled: report,
+        follower,
+    } = builder.build().await?;
+    if let Some(follower) = &follower {
+        tracing::info!(
+            node_id = follower.node_id(),
+            position = follower.position(),
+            "following the change feed"
+        );
+    }
     tracing::info!(
         data_dir = %config.global.data_dir.display(),
         store = config
             .global
             .database_url
             .as_deref()
-            .map_or("sqlite", |u| crate::open::StoreUrl::parse(u).map_or("?", |s| s.backend())),
+            .map_or("sqlite", |u| crate::store::url::StoreUrl::parse(u).map_or("?", |s| s.backend())),
         memories_indexed = report.store_indexed,
         "engine open"
     );
     let node_id = follower.as_ref().map(|f| f.node_id().to_string());
-    let follower = follower.map(|f| f.spawn(crate::cluster::FOLLOW_INTERVAL));
+    let follower = follower.map(|f| f.spawn(crate::service::cluster::FOLLOW_INTERVAL));
     let optimizer = engine.spawn_optimizer();
     let jobs = crate::jobs::spawn_jobs(engine.clone());
     // Resumes erasures whose task died with another node, or failed.
-    let erasure_sweep = engine.spawn_erasure_sweep(crate::erasure::ERASURE_SWEEP_INTERVAL);
+    let erasure_sweep = engine.spawn_erasure_sweep(crate::service::erasure::ERASURE_SWEEP_INTERVAL);
     let auth = if config.insecure_dev {
         AuthMode::InsecureDev
     } else {
@@ -695,7 +695,7 @@ mod tests {
             c.global.database_url.as_deref(),
             Some("postgres://m:m@db:5432/mnemo")
         );
-        assert_eq!(c.global.engine_config().unwrap().db_pool_size, 20);
+        assert_eq!(c.global.engine_builder().unwrap().pool_size(), 20);
         // The flag (or MNEMO_DATABASE_URL) wins over the file.
         let mut g = global();
         g.database_url = Some("postgres://flag/db".into());
@@ -705,8 +705,8 @@ mod tests {
         // Without one: SQLite in the data directory, default pool size.
         let c = ServeConfig::resolve_with(&ServeArgs::default(), &global(), ConfigFile::default())
             .unwrap();
-        let e = c.global.engine_config().unwrap();
-        assert_eq!((e.database_url, e.db_pool_size), (None, 10));
+        let e = c.global.engine_builder().unwrap();
+        assert_eq!((e.database_url_given(), e.pool_size()), (None, 10));
         for bad in ["database_url = \"mysql://x/y\"", "db_pool_size = 0"] {
             let file = ConfigFile::parse(bad).unwrap();
             assert!(

@@ -21,9 +21,10 @@ use super::set::EvalSet;
 use super::similarity::{self, QueryPairs, Similarity};
 use super::{EvalConfig, Progress, Result};
 use crate::clock::ManualClock;
+use crate::domain::Actor;
 use crate::domain::Scope;
 use crate::embed::Embedder;
-use crate::service::{Actor, Engine, SearchRequest};
+use crate::service::{Engine, SearchRequest};
 use crate::store::{text_hash, CacheOwner};
 
 /// What the report says about a set beyond its runs.
@@ -127,27 +128,26 @@ pub async fn run_set(
     policy.limits.max_text_bytes = api_limit.max(longest.unwrap_or(0));
     // On a Qdrant server, each run gets its own collection, dropped below.
     let vectors = match &config.vectors {
-        crate::open::VectorBackend::Server(server) => {
+        crate::vector::VectorBackend::Server(server) => {
             let mut server = server.clone();
             server.collection = format!(
                 "{}_eval_{}",
                 server.collection,
                 uuid::Uuid::new_v4().simple()
             );
-            crate::open::VectorBackend::Server(server)
+            crate::vector::VectorBackend::Server(server)
         }
         embedded => embedded.clone(),
     };
     let memo = Arc::new(QueryMemo::new(config.embedder.clone()));
-    let (engine, _) = crate::open::open_with_backend(
-        tmp.path(),
-        policy,
-        memo.clone(),
-        Arc::new(clock.clone()),
-        false,
-        &vectors,
-    )
-    .await?;
+    let engine = Engine::builder(tmp.path())
+        .policy(policy)
+        .embedder(memo.clone())
+        .clock(Arc::new(clock.clone()))
+        .vectors(vectors.clone())
+        .build()
+        .await?
+        .engine;
     let result = async {
         let model = engine.embedder().model_id().to_string();
         let mut cache = config
@@ -211,7 +211,7 @@ pub async fn run_set(
     .await;
     engine.shutdown().await.ok();
     drop(engine);
-    if let crate::open::VectorBackend::Server(server) = vectors {
+    if let crate::vector::VectorBackend::Server(server) = vectors {
         let dim = config.embedder.dim();
         let dropped = tokio::task::spawn_blocking(move || {
             crate::vector::QdrantServerIndex::connect(&server, dim)?.drop_collection()

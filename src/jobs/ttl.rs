@@ -20,10 +20,10 @@
 
 use chrono::Duration;
 
+use crate::domain::lifecycle::SweepStep;
 use crate::domain::Status;
 use crate::error::Result;
 use crate::jobs::{move_status, with_lease, JobName, Stats};
-use crate::lifecycle::SweepStep;
 use crate::service::Engine;
 use crate::store::AuditAction;
 

@@ -36,9 +36,9 @@ use rmcp::service::RequestContext;
 use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 
 use crate::domain::memory::validate_id;
+use crate::domain::Actor;
 use crate::domain::{Status, Tier};
 use crate::error::{Error, Result};
-use crate::service::Actor;
 use crate::store::ListQuery;
 use crate::Engine;
 

@@ -12,7 +12,7 @@ use rmcp::ServiceExt;
 use super::{session_actor, MnemoMcp};
 use crate::cli::GlobalArgs;
 use crate::domain::scope::DEFAULT_TENANT;
-use crate::service::Actor;
+use crate::domain::Actor;
 
 /// Who the session acts for: `--key` (resolved like the HTTP API's keys) or,
 /// on a local install, `--user` alone (default tenant).
@@ -41,11 +41,11 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || crate::cli::ensure_assets(&g))
         .await
         .context("asset check failed")??;
-    let (engine, _report) = crate::open::open(&global.engine_config()?).await?;
+    let engine = global.engine_builder()?.build().await?.engine;
     let actor = match &args.key {
         Some(secret) => {
             let (_, actor) =
-                crate::keys::authenticate(engine.store().as_ref(), secret.trim()).await?;
+                crate::service::keys::authenticate(engine.store().as_ref(), secret.trim()).await?;
             session_actor(actor, args.user.as_deref())?
         }
         None => session_actor(

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use mnemo::agent::threads::{AppendMessage, CreateThread, ToolResult};
 use mnemo::agent::Agent;
 use mnemo::domain::thread::MessageRole;
+use mnemo::domain::Actor;
 use mnemo::domain::{MemoryPatch, NewMemory, Scope, Status, Tier};
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::SearchRequest;
 use mnemo::store::ListQuery;
 use mnemo::Error;
 
@@ -425,14 +426,18 @@ async fn a_client_that_disconnects_does_not_stop_its_erasure() {
     request.abort();
     assert!(request.await.unwrap_err().is_cancelled());
     let v = engine.verify_erasure(&admin, "gina").await.unwrap();
-    assert_eq!(v.status, mnemo::erasure::ErasureStatus::InProgress, "{v:?}");
+    assert_eq!(
+        v.status,
+        mnemo::service::erasure::ErasureStatus::InProgress,
+        "{v:?}"
+    );
     assert!(v.pending_erasure);
     hold.release();
     // What shutdown waits for.
     engine.wait_erasures().await;
     let v = engine.verify_erasure(&admin, "gina").await.unwrap();
     assert!(v.erased, "{v:?}");
-    assert_eq!(v.status, mnemo::erasure::ErasureStatus::Erased);
+    assert_eq!(v.status, mnemo::service::erasure::ErasureStatus::Erased);
     assert_eq!(hold.entered(), 1);
     assert_eq!(
         files_containing(dir.path(), "zqxgina"),

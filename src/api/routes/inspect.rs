@@ -29,10 +29,10 @@ use crate::api::auth::{require_admin, Auth, AuthMode};
 use crate::api::error::{ErrorBody, Json, Query};
 use crate::api::routes::memories::parse_id;
 use crate::api::AppState;
+use crate::domain::Actor;
 use crate::domain::Memory;
 use crate::error::{Error, Result};
 use crate::jobs::JobName;
-use crate::service::Actor;
 use crate::store::{ApiKey, ListQuery, Role};
 
 /// Who the presented key is.
@@ -467,7 +467,7 @@ pub async fn create_key(
         .ok_or_else(|| Error::invalid("role", "role must be admin, agent or user"))?;
     let user = body.user_id.as_deref().filter(|u| !u.is_empty());
     let now = state.engine.clock().now();
-    let (key, secret) = crate::keys::create(
+    let (key, secret) = crate::service::keys::create(
         state.engine.store().as_ref(),
         &actor.tenant_id,
         user,

@@ -151,7 +151,7 @@ pub async fn metrics(
         embedding_queue_depth: state.engine.embedding_queue_depth(),
         active_api_keys: Some(state.engine.store().count_active_api_keys().await?),
         jobs: job_gauges(&state).await?,
-        index_feed: match crate::cluster::applied_position() {
+        index_feed: match crate::service::cluster::applied_position() {
             Some(applied) => Some((state.engine.store().change_feed_head().await?, applied)),
             None => None,
         },

@@ -42,7 +42,7 @@
 //! refused with 409.
 //!
 //! In clustered mode the other nodes' lexical indexes follow the store's
-//! change feed (see [`crate::cluster`]): the erasure receipt of step 3 is the
+//! change feed (see [`crate::service::cluster`]): the erasure receipt of step 3 is the
 //! feed entry that makes each of them delete and purge the user's documents,
 //! and verification waits for every live node to have applied it.
 //!
@@ -64,9 +64,10 @@ use tokio::sync::{watch, RwLock, RwLockReadGuard};
 use utoipa::ToSchema;
 
 use crate::domain::memory::validate_existing_id;
+use crate::domain::Actor;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
-use crate::service::{Actor, Engine};
+use crate::service::Engine;
 
 /// What an erasure removed, store by store.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -422,7 +423,8 @@ impl Engine {
             .map_err(|e| Error::internal(format!("verification task failed: {e}")))??;
         let last_erasure_at = self.store().last_erasure(&actor.tenant_id, &user).await?;
         let live_since = self.clock().now()
-            - chrono::Duration::from_std(crate::cluster::NODE_LIVENESS).map_err(Error::internal)?;
+            - chrono::Duration::from_std(crate::service::cluster::NODE_LIVENESS)
+                .map_err(Error::internal)?;
         let nodes = self
             .store()
             .erasure_progress(Owner::user(&actor.tenant_id, &user).as_str(), live_since)

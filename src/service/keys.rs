@@ -12,8 +12,8 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use crate::domain::memory::validate_id;
+use crate::domain::Actor;
 use crate::error::{Error, Result};
-use crate::service::Actor;
 use crate::store::{ApiKey, MemoryStore, Role};
 
 /// The prefix of every secret, so that leaked keys are recognisable by scanners.

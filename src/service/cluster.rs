@@ -44,8 +44,7 @@ use std::time::Duration;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::open::VectorBackend;
-use crate::vector::{CollectionLayout, QdrantServerConfig};
+use crate::vector::{CollectionLayout, QdrantServerConfig, VectorBackend};
 
 use crate::domain::Owner;
 use crate::error::{Error, Result};
