@@ -52,6 +52,7 @@ pub mod agent;
 pub mod api;
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod domain;
 pub mod embed;
 pub mod error;

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::memory::Limits;
 use crate::domain::ranking::{FusionMethod, RankingParams};
+use crate::domain::validate::Limits;
 use crate::domain::{Kind, Memory, Tier};
 use crate::error::{Error, Result};
 
@@ -163,8 +163,8 @@ impl Default for LimitsPolicy {
         LimitsPolicy {
             max_text_bytes: 32 * 1024,
             max_batch: 1000,
-            max_metadata_bytes: crate::domain::memory::MAX_METADATA_BYTES,
-            max_metadata_depth: crate::domain::memory::MAX_METADATA_DEPTH,
+            max_metadata_bytes: crate::domain::validate::MAX_METADATA_BYTES,
+            max_metadata_depth: crate::domain::validate::MAX_METADATA_DEPTH,
             requests_per_second_per_key: 200.0,
             burst_per_key: 400,
             max_threads_per_user: 10_000,
@@ -630,12 +630,12 @@ impl Policy {
         let l = &self.limits;
         positive("limits.max_text_bytes", l.max_text_bytes as f64)?;
         positive("limits.max_batch", l.max_batch as f64)?;
-        if !(2..=crate::domain::memory::MAX_METADATA_BYTES).contains(&l.max_metadata_bytes) {
+        if !(2..=crate::domain::validate::MAX_METADATA_BYTES).contains(&l.max_metadata_bytes) {
             return Err(Error::Config {
                 key: "limits.max_metadata_bytes".into(),
                 message: format!(
                     "must be between 2 and {}, got {}",
-                    crate::domain::memory::MAX_METADATA_BYTES,
+                    crate::domain::validate::MAX_METADATA_BYTES,
                     l.max_metadata_bytes
                 ),
             });
@@ -746,12 +746,12 @@ impl Policy {
         unit("agent.reply_reserve_fraction", a.reply_reserve_fraction)?;
         unit("agent.compact_above_fraction", a.compact_above_fraction)?;
         positive("agent.compact_above_fraction", a.compact_above_fraction)?;
-        if a.keep_last_turns < crate::agent::prompt::ALWAYS_KEPT_TURNS {
+        if a.keep_last_turns < crate::domain::chat::ALWAYS_KEPT_TURNS {
             return Err(Error::Config {
                 key: "agent.keep_last_turns".into(),
                 message: format!(
                     "must be at least {}: the last turns are always in the prompt whole",
-                    crate::agent::prompt::ALWAYS_KEPT_TURNS
+                    crate::domain::chat::ALWAYS_KEPT_TURNS
                 ),
             });
         }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::domain::chat::ChatMessage;
+use crate::domain::chat::{ChatMessage, ALWAYS_KEPT_TURNS};
 use crate::domain::context::pack;
 use crate::domain::ranking::Hit;
 use crate::domain::tokens::TokenCounter;
@@ -27,9 +27,6 @@ use crate::policy::ContextPolicy;
 /// Tokens a chat message costs besides its content (role and delimiters, as
 /// in OpenAI's accounting for chat models).
 pub const MESSAGE_OVERHEAD: usize = 4;
-
-/// Turns at the end of the history that are always included whole.
-pub const ALWAYS_KEPT_TURNS: usize = 3;
 
 /// Everything a prompt is assembled from.
 #[derive(Clone, Debug)]

@@ -35,10 +35,10 @@ use crate::agent::extract::{Extractor, RuleExtractor};
 use crate::agent::extract_model::{ModelExtractor, ModelSummarizer};
 use crate::agent::prompt::{assemble, Prompt, PromptInput, TokenBreakdown};
 use crate::domain::chat::ChatMessage;
-use crate::domain::memory::{validate_id, validate_text};
 use crate::domain::thread::{
     Message, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
 };
+use crate::domain::validate::{validate_id, validate_text};
 use crate::domain::Actor;
 use crate::domain::{NewMemory, Scope, Source, Tier};
 use crate::error::{Error, Result};

@@ -21,7 +21,7 @@ impl Actor {
     pub fn local(id: &str) -> Self {
         Actor {
             id: id.to_string(),
-            tenant_id: crate::domain::scope::DEFAULT_TENANT.to_string(),
+            tenant_id: crate::domain::owner::DEFAULT_TENANT.to_string(),
             user_id: None,
             admin: true,
         }

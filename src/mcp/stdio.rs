@@ -6,28 +6,12 @@
 //! stdout carries only the protocol.
 
 use anyhow::{bail, Context};
-use clap::Args;
 use rmcp::ServiceExt;
 
 use super::{session_actor, MnemoMcp};
-use crate::cli::GlobalArgs;
-use crate::domain::scope::DEFAULT_TENANT;
+use crate::config::{ensure_assets, GlobalArgs, McpArgs};
+use crate::domain::owner::DEFAULT_TENANT;
 use crate::domain::Actor;
-
-/// Who the session acts for: `--key` (resolved like the HTTP API's keys) or,
-/// on a local install, `--user` alone (default tenant).
-#[derive(Args, Debug, Clone, Default)]
-pub struct McpArgs {
-    /// An API key (`mnemo keys create`). A user key acts for its user; an
-    /// agent or admin key needs `--user` too. Prefer the variable to the flag,
-    /// which other local users may see in the process list.
-    #[arg(long, env = "MNEMO_MCP_KEY", hide_env_values = true)]
-    pub key: Option<String>,
-    /// The user whose memories the session reaches. Alone (no key), the local
-    /// operator acting for this user of the default tenant.
-    #[arg(long, env = "MNEMO_MCP_USER")]
-    pub user: Option<String>,
-}
 
 /// Actor id of keyless local sessions, recorded in audit events.
 pub const LOCAL_ACTOR: &str = "mcp-local";
@@ -38,7 +22,7 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
         bail!("give --user U (local install) or --key K (an API key) so that the session acts for one user");
     }
     let g = global.clone();
-    tokio::task::spawn_blocking(move || crate::cli::ensure_assets(&g))
+    tokio::task::spawn_blocking(move || ensure_assets(&g))
         .await
         .context("asset check failed")??;
     let engine = global.engine_builder()?.build().await?.engine;

@@ -17,9 +17,9 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{render, MnemoMcp};
-use crate::api::routes::memories::next_page;
 use crate::domain::{Kind, MemoryPatch, NewMemory, Scope, Tier};
 use crate::error::{Error, Result};
+use crate::service::next_page;
 use crate::service::ContextRequest;
 use crate::service::SearchRequest;
 

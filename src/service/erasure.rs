@@ -63,7 +63,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{watch, RwLock, RwLockReadGuard};
 use utoipa::ToSchema;
 
-use crate::domain::memory::validate_existing_id;
+use crate::domain::validate::validate_existing_id;
 use crate::domain::Actor;
 use crate::domain::Owner;
 use crate::error::{Error, Result};

@@ -36,7 +36,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use uuid::Uuid;
 
-use crate::domain::memory::validate_id;
+use crate::domain::validate::validate_id;
 use crate::domain::Actor;
 use crate::error::{Error, Result};
 use crate::service::erasure::ErasureReceipt;

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use crate::domain::memory::validate_id;
+use crate::domain::validate::validate_id;
 use crate::domain::Actor;
 use crate::error::{Error, Result};
 use crate::store::{ApiKey, MemoryStore, Role};

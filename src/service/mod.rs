@@ -58,6 +58,7 @@ pub use builder::{EngineBuilder, Opened};
 pub use context::ContextRequest;
 pub(crate) use index::lexical_doc;
 pub use index::ReconcileReport;
+pub use read::next_page;
 pub use reference::{DocumentInput, DocumentReceipt};
 pub use remember::{Outcome, Remembered};
 pub use search::{Legs, SearchRequest, SearchResult, SearchStages};

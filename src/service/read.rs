@@ -3,7 +3,7 @@
 use uuid::Uuid;
 
 use super::Engine;
-use crate::domain::memory::validate_id;
+use crate::domain::validate::validate_id;
 use crate::domain::{Actor, Memory, Tier};
 use crate::error::{Error, Result};
 use crate::store::{AuditEvent, ListQuery};
@@ -32,5 +32,16 @@ impl Engine {
     pub async fn history(&self, actor: &Actor, id: Uuid) -> Result<Vec<AuditEvent>> {
         self.get(actor, id).await?;
         self.0.store.history(id).await
+    }
+}
+
+/// Cuts a listing fetched with `limit + 1` to `limit`; the cursor of the next
+/// page when there was more (shared with MCP `list_pending`).
+pub fn next_page(memories: &mut Vec<Memory>, limit: usize) -> Option<String> {
+    if memories.len() > limit {
+        memories.truncate(limit);
+        memories.last().map(|m| m.id.to_string())
+    } else {
+        None
     }
 }

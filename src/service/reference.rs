@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::Engine;
-use crate::domain::memory::validate_id;
+use crate::domain::validate::validate_id;
 use crate::domain::{Actor, Kind, Memory, NewMemory, Status, Tier};
 use crate::error::{Error, Result};
 use crate::store::{AuditAction, ListQuery};

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{blocking, Engine};
-use crate::domain::memory::validate_text;
 use crate::domain::ranking::{self, Candidates, Hit, RankingParams};
+use crate::domain::validate::validate_text;
 use crate::domain::Scope;
 use crate::error::{Error, Result};
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Engine;
-use crate::domain::memory::{validate_id, validate_metadata, validate_text, validate_unit};
+use crate::domain::validate::{validate_id, validate_metadata, validate_text, validate_unit};
 use crate::domain::{Actor, Kind, Memory, MemoryPatch, NewMemory, Status, Tier};
 use crate::error::{Error, Result};
 use crate::store::{AuditAction, AuditEvent};

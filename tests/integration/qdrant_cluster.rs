@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mnemo::domain::scope::DEFAULT_TENANT;
+use mnemo::domain::owner::DEFAULT_TENANT;
 use mnemo::domain::Actor;
 use mnemo::domain::{Owner, Scope};
 use mnemo::embed::hashing::HashingEmbedder;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::{Duration, TimeZone};
 use mnemo::clock::ManualClock;
 use mnemo::domain::lifecycle::SweepStep;
-use mnemo::domain::scope::DEFAULT_TENANT;
+use mnemo::domain::owner::DEFAULT_TENANT;
 use mnemo::domain::thread::{
     ExtractionState, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
 };
