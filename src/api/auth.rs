@@ -64,7 +64,7 @@ impl FromRequestParts<AppState> for Auth {
             (Some(value), _) => {
                 let secret = bearer(value.as_bytes())?;
                 let (_, actor) =
-                    crate::service::keys::authenticate(state.engine.store().as_ref(), secret).await?;
+                    crate::service::keys::authenticate(state.engine.keys(), secret).await?;
                 actor
             }
         };

@@ -21,6 +21,7 @@ use anyhow::Context;
 use super::{app, AppState, AuthMode, HttpLimits};
 use crate::config::{ensure_assets, LogFormat, ServeConfig};
 use crate::llm::openai::OpenAiClient;
+use crate::node::{Node, NodeParts};
 use crate::service::Opened;
 use crate::vector::VectorBackend;
 
@@ -113,18 +114,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         memories_indexed = report.store_indexed,
         "engine open"
     );
-    let node_id = follower.as_ref().map(|f| f.node_id().to_string());
-    let follower = follower.map(|f| f.spawn(crate::service::cluster::FOLLOW_INTERVAL));
-    let optimizer = engine.spawn_optimizer();
-    let jobs = crate::jobs::spawn_jobs(engine.clone());
-    // Resumes erasures whose task died with another node, or failed.
-    let erasure_sweep = engine.spawn_erasure_sweep(crate::service::erasure::ERASURE_SWEEP_INTERVAL);
     let auth = if config.insecure_dev {
         AuthMode::InsecureDev
     } else {
         AuthMode::Keys
     };
-    if auth == AuthMode::Keys && engine.store().count_active_api_keys().await? == 0 {
+    if auth == AuthMode::Keys && engine.keys().count_active_api_keys().await? == 0 {
         tracing::warn!(
             "no API keys exist yet: every /v1 request will be refused with 401. Create one with \
              `mnemo keys create {} --tenant default --role admin` (it prints the secret once), \
@@ -169,8 +164,15 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         ),
     }
     let shutting_down = state.shutting_down.clone();
-    let compactor = state.agent.spawn_compactor();
-    let agent = state.agent.clone();
+    // Every background task (optimiser, lifecycle jobs, erasure sweep, the
+    // change-feed follower, idle compaction), started together.
+    let node = Node::start(
+        engine,
+        NodeParts {
+            follower,
+            agent: Some(state.agent.clone()),
+        },
+    );
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -212,29 +214,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         watchdog.abort();
     }
     let force = force_on_second_signal();
-    optimizer.abort();
-    jobs.abort();
-    compactor.abort();
-    erasure_sweep.abort();
-    // A running erasure finishes before the store closes (its intent would
-    // make the next start finish it anyway, but not leave it half done now).
-    let erasures = engine.erasure_jobs().running();
-    if erasures > 0 {
-        tracing::info!(
-            erasures,
-            "waiting for running erasures to finish (signal again to force)"
-        );
-    }
-    engine.wait_erasures().await;
-    // Extraction in flight finishes before the store closes.
-    agent.wait_idle().await;
-    if let (Some(follower), Some(node_id)) = (follower, node_id) {
-        follower.abort();
-        if let Err(e) = engine.store().remove_node(&node_id).await {
-            tracing::warn!(error = %e, "could not leave the cluster registry");
-        }
-    }
-    engine.shutdown().await?;
+    // Jobs stop, running erasures and extraction finish, the node leaves
+    // the cluster registry, the indexes commit and the store closes.
+    node.stop().await?;
     force.abort();
     tracing::info!("stopped: indexes committed, store checkpointed");
     Ok(())

@@ -256,7 +256,7 @@ async fn ingest(
             seeded += entries.len();
             for chunk in entries.chunks(1000) {
                 engine
-                    .store()
+                    .embedding_cache()
                     .cache_embeddings(owner, &model, chunk, None)
                     .await?;
             }
@@ -281,7 +281,7 @@ async fn ingest(
         for chunk in hashes.chunks(1000) {
             all.extend(
                 engine
-                    .store()
+                    .embedding_cache()
                     .cached_embeddings(owner, &model, chunk)
                     .await?,
             );

@@ -56,7 +56,7 @@ impl WeeklyCleanup {
                 let now = engine.clock().now();
                 let mut after = None;
                 loop {
-                    let rows = engine.store().scan_for_cleanup(after, batch).await?;
+                    let rows = engine.job_store().scan_for_cleanup(after, batch).await?;
                     let Some(last) = rows.last() else { break };
                     after = Some(last.memory.id);
                     stats.scanned += rows.len() as u64;
@@ -126,7 +126,7 @@ impl WeeklyCleanup {
                         stats.add("delete", doomed.len() as u64);
                         continue;
                     }
-                    engine.store().write_heat(&heat).await?;
+                    engine.job_store().write_heat(&heat).await?;
                     let (moved, skipped) = move_status(
                         engine,
                         &doomed,

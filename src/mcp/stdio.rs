@@ -12,6 +12,7 @@ use super::{session_actor, MnemoMcp};
 use crate::config::{ensure_assets, GlobalArgs, McpArgs};
 use crate::domain::owner::DEFAULT_TENANT;
 use crate::domain::Actor;
+use crate::node::{Node, NodeParts};
 
 /// Actor id of keyless local sessions, recorded in audit events.
 pub const LOCAL_ACTOR: &str = "mcp-local";
@@ -29,7 +30,7 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
     let actor = match &args.key {
         Some(secret) => {
             let (_, actor) =
-                crate::service::keys::authenticate(engine.store().as_ref(), secret.trim()).await?;
+                crate::service::keys::authenticate(engine.keys(), secret.trim()).await?;
             session_actor(actor, args.user.as_deref())?
         }
         None => session_actor(
@@ -43,8 +44,9 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
         )?,
     };
     tracing::info!(key_id = %actor.id, tenant = %actor.tenant_id, "MCP session on stdio");
-    let optimizer = engine.spawn_optimizer();
-    let jobs = crate::jobs::spawn_jobs(engine.clone());
+    // The same background work as `mnemo serve` (no agent loop, no
+    // follower: a stdio session is one local node).
+    let node = Node::start(engine.clone(), NodeParts::default());
     let served = async {
         let service = MnemoMcp::new(engine.clone(), actor)
             .serve(rmcp::transport::stdio())
@@ -57,9 +59,7 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
         anyhow::Ok(())
     }
     .await;
-    optimizer.abort();
-    jobs.abort();
-    engine.shutdown().await?;
+    node.stop().await?;
     served?;
     tracing::info!("MCP session ended: indexes committed, store checkpointed");
     Ok(())

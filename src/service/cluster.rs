@@ -201,29 +201,35 @@ impl LexicalFollower {
         tracing::info!(lexical_docs = n, "applied an erasure from the change feed");
         Ok(())
     }
+}
 
-    /// Runs [`step`](Self::step) every `interval` until the task is aborted;
-    /// failures are logged and retried at the next tick.
-    pub fn spawn(mut self, interval: Duration) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(interval);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                match self.step().await {
-                    Ok(s) if s.changes > 0 => tracing::debug!(
-                        changes = s.changes,
-                        upserted = s.upserted,
-                        removed = s.removed,
-                        erasures = s.erasures,
-                        position = s.position,
-                        "followed the change feed"
-                    ),
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "following the change feed failed"),
-                }
-            }
-        })
+/// Runs [`LexicalFollower::step`] every [`FOLLOW_INTERVAL`]; failures are
+/// logged and retried at the next tick. It deletes the lexical documents of
+/// memories the store no longer indexes and of erased owners, as the feed
+/// orders: the store is the truth, the index only follows it.
+#[async_trait::async_trait]
+impl crate::runner::PeriodicTask for LexicalFollower {
+    fn name(&self) -> &'static str {
+        "lexical-follower"
+    }
+
+    fn interval(&self) -> Duration {
+        FOLLOW_INTERVAL
+    }
+
+    async fn run_once(&mut self) -> Result<()> {
+        let s = self.step().await?;
+        if s.changes > 0 {
+            tracing::debug!(
+                changes = s.changes,
+                upserted = s.upserted,
+                removed = s.removed,
+                erasures = s.erasures,
+                position = s.position,
+                "followed the change feed"
+            );
+        }
+        Ok(())
     }
 }
 

@@ -513,19 +513,39 @@ impl Engine {
         }
         Ok(started)
     }
+}
 
-    /// Runs [`Engine::sweep_erasures`] every `every` until aborted.
-    pub fn spawn_erasure_sweep(&self, every: Duration) -> tokio::task::JoinHandle<()> {
-        let engine = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                if let Err(e) = engine.sweep_erasures().await {
-                    tracing::warn!(error = %e, "erasure sweep failed; it runs again");
-                }
-            }
-        })
+/// Resumes erasures whose task died with another node, or failed: runs
+/// [`Engine::sweep_erasures`] every [`ERASURE_SWEEP_INTERVAL`]. What it
+/// deletes is what the recorded intent already promised to delete; every
+/// step is idempotent, so two nodes resuming the same intent is harmless.
+pub struct ErasureSweep {
+    engine: Engine,
+    every: Duration,
+}
+
+impl ErasureSweep {
+    pub fn new(engine: Engine) -> Self {
+        Self::every(engine, ERASURE_SWEEP_INTERVAL)
+    }
+
+    /// A sweep at another interval (tests).
+    pub fn every(engine: Engine, every: Duration) -> Self {
+        ErasureSweep { engine, every }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::runner::PeriodicTask for ErasureSweep {
+    fn name(&self) -> &'static str {
+        "erasure-sweep"
+    }
+
+    fn interval(&self) -> Duration {
+        self.every
+    }
+
+    async fn run_once(&mut self) -> Result<()> {
+        self.engine.sweep_erasures().await.map(|_| ())
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -14,6 +15,7 @@ use super::{blocking, Engine};
 use crate::domain::Memory;
 use crate::error::Result;
 use crate::lexical::LexicalDoc;
+use crate::runner::PeriodicTask;
 use crate::vector::VectorPoint;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -250,32 +252,48 @@ impl Engine {
         self.0.writes_since_optimize.store(0, Ordering::Relaxed);
         blocking(move || vectors.optimize()).await
     }
+}
 
-    /// Starts the background index maintainer: every interval it makes the
-    /// vector index durable (qdrant-edge persists writes only on flush, and
-    /// whatever a crash loses is re-embedded by `reconcile`, so flushing
-    /// bounds that work), and after enough writes it builds the HNSW graph.
-    /// Never on the request path.
-    pub fn spawn_optimizer(&self) -> tokio::task::JoinHandle<()> {
-        let engine = self.clone();
-        let every = Duration::from_secs(self.0.policy.indexing.optimize_interval_secs.max(1));
-        let threshold = self.0.policy.indexing.optimize_after_writes;
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let vectors = engine.0.vectors.clone();
-                if let Err(e) = blocking(move || vectors.flush()).await {
-                    tracing::warn!(error = %e, "vector index flush failed");
-                }
-                if engine.0.writes_since_optimize.load(Ordering::Relaxed) >= threshold {
-                    if let Err(e) = engine.optimize().await {
-                        tracing::warn!(error = %e, "vector index optimisation failed");
-                    }
-                }
-            }
-        })
+/// The background index maintainer: every interval it makes the vector
+/// index durable (qdrant-edge persists writes only on flush, and whatever a
+/// crash loses is re-embedded by `reconcile`, so flushing bounds that work),
+/// and after `indexing.optimize_after_writes` writes it builds the HNSW
+/// graph. Never on the request path. Deletes nothing.
+pub struct IndexOptimizer {
+    engine: Engine,
+}
+
+impl IndexOptimizer {
+    pub fn new(engine: Engine) -> Self {
+        IndexOptimizer { engine }
+    }
+}
+
+#[async_trait]
+impl PeriodicTask for IndexOptimizer {
+    fn name(&self) -> &'static str {
+        "index-optimizer"
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_secs(self.engine.policy().indexing.optimize_interval_secs.max(1))
+    }
+
+    fn run_at_start(&self) -> bool {
+        false
+    }
+
+    async fn run_once(&mut self) -> Result<()> {
+        let engine = &self.engine;
+        let vectors = engine.0.vectors.clone();
+        if let Err(e) = blocking(move || vectors.flush()).await {
+            tracing::warn!(error = %e, "vector index flush failed");
+        }
+        let threshold = engine.0.policy.indexing.optimize_after_writes;
+        if engine.0.writes_since_optimize.load(Ordering::Relaxed) >= threshold {
+            engine.optimize().await?;
+        }
+        Ok(())
     }
 }
 

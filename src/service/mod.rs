@@ -42,8 +42,10 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::clock::SharedClock;
@@ -51,13 +53,16 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::lexical::LexicalIndex;
 use crate::policy::Policy;
-use crate::store::{MemoryStore, StoreStats};
+use crate::runner::TaskCounters;
+use crate::store::{
+    ChangeFeed, EmbeddingCache, JobStore, KeyStore, MemoryStore, StoreStats, ThreadStore,
+};
 use crate::vector::VectorIndex;
 
 pub use builder::{EngineBuilder, Opened};
 pub use context::ContextRequest;
 pub(crate) use index::lexical_doc;
-pub use index::ReconcileReport;
+pub use index::{IndexOptimizer, ReconcileReport};
 pub use read::next_page;
 pub use reference::{DocumentInput, DocumentReceipt};
 pub use remember::{Outcome, Remembered};
@@ -141,6 +146,9 @@ struct Inner {
     /// Bounds concurrent embedding work; beyond it callers get `Overloaded`.
     embed_permits: Arc<Semaphore>,
     access_tx: mpsc::Sender<(Vec<Uuid>, DateTime<Utc>)>,
+    /// Stops the access recorder (at shutdown, after it drained its queue).
+    stop: CancellationToken,
+    recorder: Mutex<Option<tokio::task::JoinHandle<()>>>,
     writes_since_optimize: AtomicUsize,
     /// "Forget all my data" jobs running on this node (`erasure.rs`).
     erasures: Arc<erasure::ErasureJobs>,
@@ -167,15 +175,9 @@ impl Engine {
     /// Assembles an engine from its parts and starts its background tasks
     /// (access recording). Call [`Engine::reconcile`] before serving.
     pub fn new(parts: Parts) -> Self {
-        let (access_tx, mut access_rx) = mpsc::channel::<(Vec<Uuid>, DateTime<Utc>)>(1024);
-        let store = parts.store.clone();
-        tokio::spawn(async move {
-            while let Some((ids, at)) = access_rx.recv().await {
-                if let Err(e) = store.record_access(&ids, at).await {
-                    tracing::warn!(error = %e, "recording access failed");
-                }
-            }
-        });
+        let (access_tx, access_rx) = mpsc::channel::<(Vec<Uuid>, DateTime<Utc>)>(1024);
+        let stop = CancellationToken::new();
+        let recorder = tokio::spawn(record_access(parts.store.clone(), access_rx, stop.clone()));
         Engine(Arc::new(Inner {
             store: parts.store,
             lexical: parts.lexical,
@@ -185,6 +187,8 @@ impl Engine {
             clock: parts.clock,
             embed_permits: Arc::new(Semaphore::new(EMBED_QUEUE)),
             access_tx,
+            stop,
+            recorder: Mutex::new(Some(recorder)),
             writes_since_optimize: AtomicUsize::new(0),
             erasures: Default::default(),
         }))
@@ -244,7 +248,77 @@ impl Engine {
 
     /// Commits indexes and checkpoints the store; call at shutdown.
     pub async fn shutdown(&self) -> Result<()> {
+        self.0.stop.cancel();
+        let recorder = self.0.recorder.lock().take();
+        if let Some(recorder) = recorder {
+            // The accesses already queued are recorded before the store closes.
+            recorder.await.ok();
+        }
         self.commit().await?;
         self.0.store.close().await
+    }
+
+    /// The agent loop's threads, messages and turn leases.
+    pub fn threads(&self) -> &dyn ThreadStore {
+        self.0.store.as_ref()
+    }
+
+    /// API keys (`service/keys.rs` creates and authenticates them).
+    pub fn keys(&self) -> &dyn KeyStore {
+        self.0.store.as_ref()
+    }
+
+    /// The lifecycle jobs' selections, purges and leases.
+    pub fn job_store(&self) -> &dyn JobStore {
+        self.0.store.as_ref()
+    }
+
+    /// Passage vectors already embedded, per owner and model.
+    pub fn embedding_cache(&self) -> &dyn EmbeddingCache {
+        self.0.store.as_ref()
+    }
+
+    /// Whether the store answers (readiness): one read by key.
+    pub async fn store_ready(&self) -> Result<()> {
+        self.0.store.get(Uuid::nil()).await.map(|_| ())
+    }
+
+    /// The store's counts by tier and status (`/metrics`, `mnemo stats`).
+    pub async fn store_stats(&self) -> Result<StoreStats> {
+        self.0.store.stats().await
+    }
+
+    /// The change feed and the cluster's node registry.
+    pub fn feed(&self) -> &dyn ChangeFeed {
+        self.0.store.as_ref()
+    }
+}
+
+/// The access recorder: records the hits searches return, off the request
+/// path, batch by batch (`access-recorder` on `/metrics`). Cancelled at
+/// shutdown, it records what is queued and returns.
+async fn record_access(
+    store: Arc<dyn MemoryStore>,
+    mut queue: mpsc::Receiver<(Vec<Uuid>, DateTime<Utc>)>,
+    stop: CancellationToken,
+) {
+    let counters = TaskCounters::of("access-recorder");
+    let mut closing = false;
+    loop {
+        let next = tokio::select! {
+            next = queue.recv() => next,
+            _ = stop.cancelled(), if !closing => {
+                queue.close();
+                closing = true;
+                continue;
+            }
+        };
+        let Some((ids, at)) = next else { break };
+        let started = std::time::Instant::now();
+        let result = store.record_access(&ids, at).await;
+        counters.record(started.elapsed(), result.is_err());
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "recording access failed");
+        }
     }
 }

@@ -556,7 +556,11 @@ async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
             .pending_erasure,
         "nothing was resumed yet"
     );
-    let sweep = engine.spawn_erasure_sweep(std::time::Duration::from_millis(50));
+    let mut sweep = mnemo::runner::Runner::new();
+    sweep.spawn(mnemo::service::erasure::ErasureSweep::every(
+        engine.clone(),
+        std::time::Duration::from_millis(50),
+    ));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let v = engine.verify_erasure(&admin, "ivy").await.unwrap();
@@ -569,7 +573,7 @@ async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    sweep.abort();
+    sweep.stop().await;
     engine.wait_erasures().await;
     assert_eq!(files_containing(dir.path(), "zqxivy"), Vec::<String>::new());
     // Writes are accepted again.
