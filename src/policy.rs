@@ -15,6 +15,9 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
+    /// The file's format version (`version = 1`); a file without one is
+    /// version 1, a file of another version is refused.
+    pub version: PolicyVersion,
     pub limits: LimitsPolicy,
     pub retrieval: RetrievalPolicy,
     pub decay: DecayPolicy,
@@ -28,6 +31,20 @@ pub struct Policy {
     pub agent: AgentPolicy,
     pub embedding: EmbeddingPolicy,
     pub export: ExportPolicy,
+}
+
+/// The policy format this build reads.
+pub const POLICY_VERSION: u32 = 1;
+
+/// A policy file's `version` key; [`POLICY_VERSION`] when absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PolicyVersion(pub u32);
+
+impl Default for PolicyVersion {
+    fn default() -> Self {
+        PolicyVersion(POLICY_VERSION)
+    }
 }
 
 /// Who may export a user's data (`GET /v1/users/{user_id}/export`): the
@@ -627,6 +644,15 @@ impl Policy {
 
     /// Checks every range; the error names the key.
     pub fn validate(&self) -> Result<()> {
+        if self.version.0 != POLICY_VERSION {
+            return Err(Error::Config {
+                key: "version".into(),
+                message: format!(
+                    "unknown policy file version {}; this Mnemo reads version {POLICY_VERSION}",
+                    self.version.0
+                ),
+            });
+        }
         let l = &self.limits;
         positive("limits.max_text_bytes", l.max_text_bytes as f64)?;
         positive("limits.max_batch", l.max_batch as f64)?;
@@ -857,6 +883,21 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_key_is_optional_and_checked() {
+        let absent = Policy::from_toml("[limits]\nmax_batch = 10\n").unwrap();
+        assert_eq!(absent.version, PolicyVersion(1));
+        let one = Policy::from_toml("version = 1\n[limits]\nmax_batch = 10\n").unwrap();
+        assert_eq!(one, absent);
+        match Policy::from_toml("version = 2\n") {
+            Err(Error::Config { key, message }) => {
+                assert_eq!(key, "version");
+                assert!(message.contains("version 2"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn the_shipped_file_parses_and_equals_the_defaults() {

@@ -8,7 +8,7 @@ pub mod cluster;
 pub mod mcp;
 pub mod serve;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
@@ -18,6 +18,9 @@ use crate::service::{Engine, EngineBuilder};
 use crate::vector::VectorBackend;
 
 pub use cluster::ClusterArgs;
+
+/// The policy file's name when it lies in the data directory.
+pub const POLICY_FILE: &str = "memory_policies.toml";
 pub use mcp::McpArgs;
 pub use serve::{ConfigFile, LogFormat, ServeArgs, ServeConfig};
 
@@ -81,10 +84,12 @@ pub fn given(matches: &ArgMatches, id: &str) -> bool {
 
 impl GlobalArgs {
     pub fn policy(&self) -> anyhow::Result<Policy> {
-        let default = Path::new("memory_policies.toml");
+        // Named, or in the data directory; never read from the working
+        // directory implicitly.
+        let beside = self.data_dir.join(POLICY_FILE);
         let mut policy = match &self.policy {
             Some(p) => Policy::load(p)?,
-            None if default.exists() => Policy::load(default)?,
+            None if beside.exists() => Policy::load(&beside)?,
             None => Policy::default(),
         };
         if let Some(model) = &self.embedding_model {

@@ -29,7 +29,7 @@
 //! the erasure. A second request for the same user while one runs joins it
 //! (same receipt); shutdown waits for running erasures
 //! ([`Engine::wait_erasures`]). An intent whose task died with its node (or
-//! failed) is resumed by the periodic sweep ([`Engine::spawn_erasure_sweep`],
+//! failed) is resumed by the periodic sweep ([`ErasureSweep`],
 //! every [`ERASURE_SWEEP_INTERVAL`]) once two consecutive sweeps have seen it
 //! pending and not running here, and at every start. Several nodes may resume
 //! the same intent at once: harmless, every step is idempotent.
@@ -131,7 +131,7 @@ pub struct ErasureVerification {
     pub last_erasure_at: Option<DateTime<Utc>>,
 }
 
-/// How often [`Engine::spawn_erasure_sweep`] looks for intents to resume.
+/// How often [`ErasureSweep`] looks for intents to resume.
 /// An intent is resumed once two consecutive sweeps found it pending and not
 /// running on this node, so it is at least this old.
 pub const ERASURE_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
