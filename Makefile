@@ -25,6 +25,7 @@ test: setup
 	  $(CARGO) test --all-targets && $(CARGO) test --doc
 	CARGO="$(CARGO)" scripts/test-openai-sdk.sh
 	CARGO="$(CARGO)" scripts/test-python-client.sh
+	CARGO="$(CARGO)" scripts/test-api-fuzz.sh
 	CARGO="$(CARGO)" scripts/test-browser.sh
 	@$(MAKE) --no-print-directory test-qdrant
 
@@ -51,7 +52,7 @@ test-qdrant:
 qdrant-suites:
 	url="$$(scripts/test-postgres.sh)" && export MNEMO_TEST_DATABASE_URL="$$url" && \
 	  $(CARGO) test --lib vector::qdrant -- --ignored $(QDRANT_SKIP) && \
-	  $(CARGO) test --test integration qdrant_cluster -- --ignored $(QDRANT_SKIP)
+	  $(CARGO) test --test integration -- --ignored qdrant_cluster qdrant_serve $(QDRANT_SKIP)
 
 ## Unit tests only (pure logic, no assets needed).
 test-fast:

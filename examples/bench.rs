@@ -7,7 +7,20 @@
 //! ```
 //! Needs model assets (`mnemo setup`). Prints a table; writes nothing else
 //! outside a temporary directory.
+//!
+//! `--qdrant-url http://127.0.0.1:6334` puts the vectors on a Qdrant server
+//! or cluster (a fresh collection, dropped at the end; `--qdrant-shards N
+//! --qdrant-replication-factor N` set its layout) instead of the embedded
+//! index, and `--hashing 384` swaps the model for the hashing embedder, so
+//! that a 100k comparison of the two vector backends costs no model time:
+//!
+//! ```text
+//! cargo run --release --example bench -- --memories 100000 --reference 0 --hashing 384
+//! cargo run --release --example bench -- --memories 100000 --reference 0 --hashing 384 \
+//!     --qdrant-url http://127.0.0.1:6334 --qdrant-shards 3 --qdrant-replication-factor 2
+//! ```
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo::domain::Actor;
@@ -97,6 +110,12 @@ fn arg(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+fn text_arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -113,13 +132,38 @@ async fn main() -> anyhow::Result<()> {
     let assets = std::env::var_os("MNEMO_ASSETS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
-    let embedder = OnnxEmbedder::for_policy(&assets, &Policy::default())?;
+    let embedder: Arc<dyn mnemo::embed::Embedder> = match arg("--hashing", 0) {
+        0 => OnnxEmbedder::for_policy(&assets, &Policy::default())?,
+        dim => Arc::new(mnemo::embed::hashing::HashingEmbedder::new(dim)),
+    };
+    let vectors = match text_arg("--qdrant-url") {
+        None => mnemo::vector::VectorBackend::Embedded,
+        Some(url) => {
+            let mut config = mnemo::vector::QdrantServerConfig::new(url);
+            config.collection = format!("mnemo_bench_{}", uuid::Uuid::new_v4().simple());
+            let layout = |name| Some(arg(name, 0) as u32).filter(|n| *n > 0);
+            config.layout.shard_number = layout("--qdrant-shards");
+            config.layout.replication_factor = layout("--qdrant-replication-factor");
+            mnemo::vector::VectorBackend::Server(config)
+        }
+    };
     let dir = tempfile::tempdir()?;
     let engine = Engine::builder(dir.path())
-        .embedder(embedder)
+        .embedder(embedder.clone())
+        .vectors(vectors.clone())
         .build()
         .await?
         .engine;
+    println!(
+        "vectors: {}",
+        match &vectors {
+            mnemo::vector::VectorBackend::Server(c) => format!(
+                "Qdrant server {} (shards {:?}, replication {:?})",
+                c.url, c.layout.shard_number, c.layout.replication_factor
+            ),
+            _ => "embedded (qdrant-edge)".to_string(),
+        }
+    );
     let actor = Actor::local("bench");
     let mut rng = StdRng::seed_from_u64(7);
 
@@ -200,5 +244,8 @@ async fn main() -> anyhow::Result<()> {
         t.elapsed().as_secs_f64() * 1e3
     );
     engine.shutdown().await?;
+    if let mnemo::vector::VectorBackend::Server(config) = &vectors {
+        mnemo::vector::QdrantServerIndex::connect(config, embedder.dim())?.drop_collection()?;
+    }
     Ok(())
 }

@@ -475,15 +475,10 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let pb = progress_bar(memories.len() as u64, "ingest");
     let actor = Actor::local("cli");
-    let mut total = 0;
-    let mut iter = memories.into_iter().peekable();
-    while iter.peek().is_some() {
-        let batch: Vec<NewMemory> = iter.by_ref().take(a.batch.max(1)).collect();
-        let n = batch.len();
-        engine.add(&actor, batch, false).await?;
-        total += n;
-        pb.inc(n as u64);
-    }
+    // Embedding of the next batch overlaps with writing this one.
+    let total =
+        crate::service::ingest::add_bulk(&engine, &actor, memories, a.batch, |n| pb.inc(n as u64))
+            .await?;
     engine.commit().await?;
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
@@ -805,10 +800,18 @@ async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Res
     let v = engine
         .verify_erasure(&tenant_operator(tenant), user)
         .await?;
-    println!("{}", serde_json::to_string_pretty(&v)?);
     engine.shutdown().await?;
+    drop(engine);
+    // Then the files themselves, store by store (see `erasure_scan`).
+    let files = crate::erasure_scan::scan_data_dir_for_user(&g.data_dir, tenant, user)?;
+    let mut out = serde_json::to_value(&v)?;
+    out["files"] = serde_json::to_value(&files)?;
+    println!("{}", serde_json::to_string_pretty(&out)?);
     if !v.erased {
         bail!("user {user} is not fully erased");
+    }
+    if !files.clean {
+        bail!("files under the data directory still hold bytes of user {user}");
     }
     Ok(())
 }

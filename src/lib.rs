@@ -55,6 +55,8 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod embed;
+pub mod erasure_feed;
+pub mod erasure_scan;
 pub mod error;
 pub mod eval;
 pub mod jobs;

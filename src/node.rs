@@ -2,7 +2,8 @@
 //! background, started together and stopped together, whatever the entry
 //! point (`mnemo serve`, `mnemo mcp`).
 //!
-//! Started: the index optimiser (`service/index.rs`), the lifecycle jobs
+//! Started: the index repair loop (`repair.rs`), the index optimiser
+//! (`service/index.rs`), the lifecycle jobs
 //! (`jobs/`), the erasure sweep (`service/erasure.rs`), in clustered mode
 //! the change-feed follower (`service/cluster.rs`), and with an agent loop
 //! its idle compactor (`agent/threads.rs`), each a [`PeriodicTask`] on one
@@ -23,6 +24,7 @@ use crate::jobs::LifecycleJobs;
 use crate::runner::Runner;
 use crate::service::cluster::LexicalFollower;
 use crate::service::erasure::ErasureSweep;
+use crate::service::repair::RepairTask;
 use crate::service::{Engine, IndexOptimizer};
 
 /// What a node runs besides the engine's own tasks.
@@ -45,8 +47,10 @@ pub struct Node {
 
 impl Node {
     /// Starts every background task of `engine`.
-    pub fn start(engine: Engine, parts: NodeParts) -> Node {
+    pub async fn start(engine: Engine, parts: NodeParts) -> Result<Node> {
         let mut runner = Runner::new();
+        // Heals index writes that failed after their store commit.
+        runner.spawn(RepairTask::new(&engine).await?);
         runner.spawn(IndexOptimizer::new(engine.clone()));
         runner.spawn(LifecycleJobs::new(engine.clone()));
         // Resumes erasures whose task died with another node, or failed.
@@ -58,12 +62,12 @@ impl Node {
         if let Some(agent) = &parts.agent {
             runner.spawn(agent.idle_compactor());
         }
-        Node {
+        Ok(Node {
             engine,
             runner,
             node_id,
             agent: parts.agent,
-        }
+        })
     }
 
     pub fn engine(&self) -> &Engine {

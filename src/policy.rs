@@ -70,6 +70,9 @@ pub struct EmbeddingPolicy {
     /// `--embedding-model` / `MNEMO_EMBEDDING_MODEL`. Changing it needs a
     /// `mnemo reindex` (vectors of different models are not comparable).
     pub model: String,
+    /// Query vectors kept in the embedder's LRU (keyed by model and text),
+    /// for agents that repeat queries; 0 turns it off.
+    pub query_cache_size: usize,
     #[serde(rename = "all-minilm-l6-v2")]
     pub all_minilm_l6_v2: ModelCalibration,
     #[serde(rename = "multilingual-e5-small")]
@@ -82,7 +85,8 @@ pub struct EmbeddingPolicy {
 #[serde(deny_unknown_fields)]
 pub struct ModelCalibration {
     /// The typical (median) cosine between a query and an unrelated text:
-    /// the zero of the vector leg in `calibrated` fusion.
+    /// the zero of the vector leg in `absolute` (unless the candidate floor
+    /// is higher) and `calibrated` fusion.
     pub unrelated_cosine: f32,
     /// Vector candidates below this are dropped before fusion.
     pub min_vector_similarity: f32,
@@ -90,6 +94,12 @@ pub struct ModelCalibration {
     pub reinforce_min_similarity: f32,
     /// A correction supersedes a memory at least this similar.
     pub correction_min_similarity: f32,
+    /// The cosine between a query and a memory that answers it in other
+    /// words, near the top of the model's range (the 95th percentile of
+    /// query–relevant cosines): the 1 of the vector leg in `absolute`
+    /// fusion. Absent: the model's built-in value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paraphrase_cosine: Option<f32>,
 }
 
 impl ModelCalibration {
@@ -99,6 +109,7 @@ impl ModelCalibration {
         min_vector_similarity: 0.15,
         reinforce_min_similarity: 0.85,
         correction_min_similarity: 0.5,
+        paraphrase_cosine: Some(0.8),
     };
     /// multilingual-e5-small (measured: README, "Similarity thresholds per model").
     pub const MULTILINGUAL_E5_SMALL: ModelCalibration = ModelCalibration {
@@ -106,6 +117,7 @@ impl ModelCalibration {
         min_vector_similarity: 0.79,
         reinforce_min_similarity: 0.92,
         correction_min_similarity: 0.86,
+        paraphrase_cosine: Some(0.92),
     };
 }
 
@@ -113,6 +125,7 @@ impl Default for EmbeddingPolicy {
     fn default() -> Self {
         EmbeddingPolicy {
             model: crate::embed::assets::default_model().name.to_string(),
+            query_cache_size: 1024,
             all_minilm_l6_v2: ModelCalibration::ALL_MINILM_L6_V2,
             multilingual_e5_small: ModelCalibration::MULTILINGUAL_E5_SMALL,
         }
@@ -130,6 +143,22 @@ impl EmbeddingPolicy {
             "multilingual-e5-small" => Some(&self.multilingual_e5_small),
             _ => None,
         }
+    }
+
+    /// The configured model's paraphrase cosine (its table's, else the
+    /// model's built-in value).
+    pub fn paraphrase_cosine(&self) -> f32 {
+        let t = self.thresholds();
+        t.paraphrase_cosine.unwrap_or_else(|| {
+            let family = crate::embed::assets::model_by_name(&self.model)
+                .map_or(self.model.as_str(), |spec| spec.dir);
+            match family {
+                "multilingual-e5-small" => ModelCalibration::MULTILINGUAL_E5_SMALL,
+                _ => ModelCalibration::ALL_MINILM_L6_V2,
+            }
+            .paraphrase_cosine
+            .unwrap_or(1.0)
+        })
     }
 
     /// The configured model's thresholds. A validated policy always has
@@ -173,6 +202,11 @@ pub struct LimitsPolicy {
     pub burst_per_key: u32,
     /// Threads one user may have; 0 = no quota.
     pub max_threads_per_user: u64,
+    /// Memories one user may hold (any status, until purged); 0 = no quota.
+    pub max_memories_per_user: u64,
+    /// Calls to the chat model made for one user in any minute, per node
+    /// (turns, the proxy, extraction, summaries); 0 = no quota.
+    pub model_calls_per_user_per_minute: u32,
 }
 
 impl Default for LimitsPolicy {
@@ -185,6 +219,8 @@ impl Default for LimitsPolicy {
             requests_per_second_per_key: 200.0,
             burst_per_key: 400,
             max_threads_per_user: 10_000,
+            max_memories_per_user: 1_000_000,
+            model_calls_per_user_per_minute: 120,
         }
     }
 }
@@ -198,6 +234,44 @@ pub struct RetrievalPolicy {
     pub min_candidates: usize,
     pub min_score: f32,
     pub fusion: FusionPolicy,
+    pub rerank: RerankPolicy,
+}
+
+/// The second stage over the fused candidates (`domain::rerank`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RerankPolicy {
+    pub enabled: bool,
+    /// Best candidates the stage reorders (at least `top_k`).
+    pub depth: usize,
+    /// Score × (1 + phrase_weight · the share of the query's adjacent term
+    /// pairs the memory holds adjacent).
+    pub phrase_weight: f32,
+    /// Score × (1 − duplicate_weight) for an older memory when a newer one
+    /// of the same owner matches exactly the same query terms.
+    pub duplicate_weight: f32,
+}
+
+impl Default for RerankPolicy {
+    fn default() -> Self {
+        RerankPolicy {
+            enabled: false,
+            depth: 30,
+            phrase_weight: 0.2,
+            duplicate_weight: 0.1,
+        }
+    }
+}
+
+impl RerankPolicy {
+    /// The stage's parameters, `None` when it is off.
+    pub fn params(&self) -> Option<crate::domain::rerank::RerankParams> {
+        self.enabled.then_some(crate::domain::rerank::RerankParams {
+            depth: self.depth,
+            phrase_weight: self.phrase_weight,
+            duplicate_weight: self.duplicate_weight,
+        })
+    }
 }
 
 impl Default for RetrievalPolicy {
@@ -209,6 +283,7 @@ impl Default for RetrievalPolicy {
             min_candidates: 50,
             min_score: 0.0,
             fusion: FusionPolicy::default(),
+            rerank: RerankPolicy::default(),
         }
     }
 }
@@ -221,6 +296,7 @@ pub enum FusionKind {
     Dbsf,
     MinMax,
     Calibrated,
+    Absolute,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -230,22 +306,27 @@ pub struct FusionPolicy {
     pub rrf_k: f32,
     pub lexical_weight: f32,
     pub vector_weight: f32,
+    /// `absolute`: raise the vector leg's zero to the median cosine of the
+    /// query's candidates when that is above the model's `unrelated_cosine`.
+    pub candidate_floor: bool,
 }
 
 impl Default for FusionPolicy {
     fn default() -> Self {
         FusionPolicy {
-            method: FusionKind::Calibrated,
+            method: FusionKind::Absolute,
             rrf_k: 60.0,
             lexical_weight: 1.0,
             vector_weight: 1.0,
+            candidate_floor: true,
         }
     }
 }
 
 impl FusionPolicy {
-    /// The fusion method; `unrelated_cosine` is the model's (for `calibrated`).
-    pub fn method(&self, unrelated_cosine: f32) -> FusionMethod {
+    /// The fusion method; `unrelated_cosine` and `paraphrase_cosine` are the
+    /// model's (for `calibrated` and `absolute`).
+    pub fn method(&self, unrelated_cosine: f32, paraphrase_cosine: f32) -> FusionMethod {
         match self.method {
             FusionKind::Rrf => FusionMethod::Rrf {
                 k: self.rrf_k,
@@ -268,6 +349,13 @@ impl FusionPolicy {
                 lexical_weight: self.lexical_weight,
                 vector_weight: self.vector_weight,
                 unrelated_cosine,
+            },
+            FusionKind::Absolute => FusionMethod::Absolute {
+                lexical_weight: self.lexical_weight,
+                vector_weight: self.vector_weight,
+                unrelated_cosine,
+                paraphrase_cosine,
+                candidate_floor: self.candidate_floor,
             },
         }
     }
@@ -375,6 +463,9 @@ pub struct IndexingPolicy {
     pub embed_batch: usize,
     pub optimize_after_writes: usize,
     pub optimize_interval_secs: u64,
+    /// How often the repair loop checks the change feed against the indexes
+    /// (`repair.rs`); a failed index write is healed within one to two.
+    pub repair_interval_secs: u64,
 }
 
 impl Default for IndexingPolicy {
@@ -384,6 +475,7 @@ impl Default for IndexingPolicy {
             embed_batch: 32,
             optimize_after_writes: 5000,
             optimize_interval_secs: 60,
+            repair_interval_secs: 1,
         }
     }
 }
@@ -700,6 +792,17 @@ impl Policy {
             "retrieval.fusion.vector_weight",
             r.fusion.vector_weight as f64,
         )?;
+        positive("retrieval.rerank.depth", r.rerank.depth as f64)?;
+        if !(r.rerank.phrase_weight >= 0.0 && r.rerank.phrase_weight.is_finite()) {
+            return Err(Error::Config {
+                key: "retrieval.rerank.phrase_weight".into(),
+                message: "must be a finite number >= 0".into(),
+            });
+        }
+        unit(
+            "retrieval.rerank.duplicate_weight",
+            r.rerank.duplicate_weight as f64,
+        )?;
         if r.fusion.lexical_weight + r.fusion.vector_weight <= 0.0 {
             return Err(Error::Config {
                 key: "retrieval.fusion".into(),
@@ -728,6 +831,12 @@ impl Policy {
             });
         }
         positive("indexing.embed_batch", i.embed_batch as f64)?;
+        if !(1..=3600).contains(&i.repair_interval_secs) {
+            return Err(Error::Config {
+                key: "indexing.repair_interval_secs".into(),
+                message: format!("must be 1..=3600, got {}", i.repair_interval_secs),
+            });
+        }
         let re = &self.reference;
         positive("reference.chunk_chars", re.chunk_chars as f64)?;
         if re.chunk_overlap_chars >= re.chunk_chars {
@@ -815,6 +924,16 @@ impl Policy {
             ] {
                 unit(&format!("embedding.{}.{field}", spec.name), v as f64)?;
             }
+            if let Some(p) = t.paraphrase_cosine {
+                let key = format!("embedding.{}.paraphrase_cosine", spec.name);
+                unit(&key, p as f64)?;
+                if p <= t.unrelated_cosine {
+                    return Err(Error::Config {
+                        key,
+                        message: "must be above unrelated_cosine".into(),
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -829,13 +948,14 @@ impl Policy {
 
     pub fn ranking(&self) -> RankingParams {
         RankingParams {
-            fusion: self
-                .retrieval
-                .fusion
-                .method(self.embedding.thresholds().unrelated_cosine),
+            fusion: self.retrieval.fusion.method(
+                self.embedding.thresholds().unrelated_cosine,
+                self.embedding.paraphrase_cosine(),
+            ),
             decay_floor: self.decay.floor,
             importance_weight: self.decay.importance_weight,
             min_score: self.retrieval.min_score,
+            rerank: self.retrieval.rerank.params(),
         }
     }
 
@@ -962,6 +1082,28 @@ mod tests {
                 unrelated_cosine: 0.7
             }
         );
+        // A table without `paraphrase_cosine` keeps the model's built-in one.
+        p.retrieval.fusion.method = FusionKind::Absolute;
+        assert_eq!(
+            p.ranking().fusion,
+            FusionMethod::Absolute {
+                lexical_weight: 1.0,
+                vector_weight: 1.0,
+                unrelated_cosine: 0.7,
+                paraphrase_cosine: 0.92,
+                candidate_floor: true,
+            }
+        );
+        let err = Policy::from_toml(
+            "[embedding.multilingual-e5-small]\nunrelated_cosine = 0.7\nmin_vector_similarity = 0.8\n\
+             reinforce_min_similarity = 0.95\ncorrection_min_similarity = 0.88\nparaphrase_cosine = 0.6\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("embedding.multilingual-e5-small.paraphrase_cosine"),
+            "{err}"
+        );
         let err = Policy::from_toml(
             "[embedding.multilingual-e5-small]\nunrelated_cosine = 0.7\nmin_vector_similarity = 1.5\n\
              reinforce_min_similarity = 0.95\ncorrection_min_similarity = 0.88\n",
@@ -1002,7 +1144,14 @@ mod tests {
         );
         let err = Policy::from_toml("[retrieval.fusion]\nmethod = \"max\"\n").unwrap_err();
         assert!(err.to_string().contains("max"), "{err}");
-        for method in ["dbsf", "min_max", "rrf", "weighted", "calibrated"] {
+        for method in [
+            "dbsf",
+            "min_max",
+            "rrf",
+            "weighted",
+            "calibrated",
+            "absolute",
+        ] {
             let p =
                 Policy::from_toml(&format!("[retrieval.fusion]\nmethod = \"{method}\"\n")).unwrap();
             assert_eq!(p.ranking().fusion.name(), method);

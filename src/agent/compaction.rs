@@ -31,6 +31,11 @@ use crate::policy::AgentPolicy;
 #[async_trait]
 pub trait Summarizer: Send + Sync {
     async fn summarize(&self, previous: &Summary, messages: &[Message]) -> Result<Summary>;
+    /// Whether `summarize` calls the chat model (counted against the user's
+    /// `limits.model_calls_per_user_per_minute`, `quota.rs`).
+    fn calls_model(&self) -> bool {
+        false
+    }
 }
 
 /// Why a compaction runs.

@@ -33,6 +33,11 @@ pub struct Candidate {
 #[async_trait]
 pub trait Extractor: Send + Sync {
     async fn extract(&self, user_message: &str) -> Result<Vec<Candidate>>;
+    /// Whether `extract` calls the chat model (counted against the user's
+    /// `limits.model_calls_per_user_per_minute`, `quota.rs`).
+    fn calls_model(&self) -> bool {
+        false
+    }
 }
 
 /// Confidence of a plain, unhedged statement per kind, and of a hedged one.

@@ -129,6 +129,10 @@ impl ModelExtractor {
 /// message is never left unread because the model was down.
 #[async_trait::async_trait]
 impl Extractor for ModelExtractor {
+    fn calls_model(&self) -> bool {
+        true
+    }
+
     async fn extract(&self, user_message: &str) -> crate::error::Result<Vec<Candidate>> {
         match self.extract_with_model(user_message).await {
             Ok(candidates) => Ok(candidates),
@@ -156,6 +160,10 @@ impl ModelSummarizer {
 
 #[async_trait::async_trait]
 impl crate::agent::compaction::Summarizer for ModelSummarizer {
+    fn calls_model(&self) -> bool {
+        true
+    }
+
     async fn summarize(
         &self,
         previous: &crate::domain::thread::Summary,

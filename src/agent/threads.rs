@@ -618,6 +618,11 @@ impl Agent {
             temperature: req.temperature,
             json: false,
         };
+        // Per-user model-call quota (quota.rs): 429 before the call.
+        self.0
+            .engine
+            .model_calls()
+            .take(&thread.tenant_id, &thread.user_id)?;
         let completion = model.complete(&prompt.messages, &options).await?;
         let reply = NewMessage {
             role: MessageRole::Assistant,
@@ -703,7 +708,19 @@ impl Agent {
         if m.role != MessageRole::User {
             return Ok(());
         }
-        let candidates = self.0.extractor.extract(&m.content).await?;
+        // Over the user's model-call quota, the offline rules (quota.rs).
+        let over_quota = self.0.extractor.calls_model()
+            && self
+                .0
+                .engine
+                .model_calls()
+                .try_take(&m.tenant_id, &m.user_id)
+                .is_err();
+        let candidates = if over_quota {
+            RuleExtractor.extract(&m.content).await?
+        } else {
+            self.0.extractor.extract(&m.content).await?
+        };
         stats.candidates += candidates.len();
         if candidates.is_empty() {
             return Ok(());
@@ -793,7 +810,22 @@ impl Agent {
         let Some(last) = prefix.last() else {
             return Ok(None);
         };
-        let summary = match self.0.summarizer.summarize(&thread.summary, prefix).await {
+        let over_quota = self.0.summarizer.calls_model()
+            && self
+                .0
+                .engine
+                .model_calls()
+                .try_take(&thread.tenant_id, &thread.user_id)
+                .is_err();
+        let summarized = if over_quota {
+            Err(Error::RateLimited {
+                message: "the user's model-call quota is reached".into(),
+                retry_after_secs: 60,
+            })
+        } else {
+            self.0.summarizer.summarize(&thread.summary, prefix).await
+        };
+        let summary = match summarized {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "the summarizer failed; using the extractive summary");

@@ -251,6 +251,15 @@ impl Modify for BearerAuth {
                     .build(),
             )
             .build();
+        let invalid = ResponseBuilder::new()
+            .description("Invalid input: a malformed parameter or body (`invalid_argument`)")
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
         for item in openapi.paths.paths.values_mut() {
             for op in [
                 &mut item.get,
@@ -268,6 +277,18 @@ impl Modify for BearerAuth {
                         .entry("429".to_string())
                         .or_insert_with(|| limited.clone().into());
                 }
+                // Every operation with parameters or a body refuses a
+                // malformed one (an unparsable id in the path, a bad query,
+                // JSON that does not parse) with 400 `invalid_argument`,
+                // before its handler runs.
+                let takes_input = op.parameters.as_ref().is_some_and(|p| !p.is_empty())
+                    || op.request_body.is_some();
+                if takes_input {
+                    op.responses
+                        .responses
+                        .entry("400".to_string())
+                        .or_insert_with(|| invalid.clone().into());
+                }
             }
         }
     }
@@ -284,7 +305,15 @@ async fn track(State(state): State<AppState>, req: Request, next: Next) -> Respo
     if let Some(route) = &route {
         tracing::Span::current().record("route", route.as_str());
     }
-    let response = next.run(req).await;
+    // A write that committed but whose index update failed still succeeds;
+    // the response says it is not searchable yet (the repair loop indexes
+    // it within seconds).
+    let (mut response, unindexed) = crate::service::repair::track(next.run(req)).await;
+    if unindexed && response.status().is_success() {
+        response
+            .headers_mut()
+            .insert(INDEXED, axum::http::HeaderValue::from_static("false"));
+    }
     state.metrics.record_request(
         method.as_str(),
         route.as_deref().unwrap_or(metrics::UNMATCHED),
@@ -344,6 +373,9 @@ async fn no_route(State(state): State<AppState>, method: Method, uri: Uri) -> Er
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// `x-mnemo-indexed: false` on a successful write whose store commit holds
+/// but whose index update failed (see `repair.rs`).
+pub const INDEXED: HeaderName = HeaderName::from_static("x-mnemo-indexed");
 
 /// The whole API as a `Router`, ready to serve or to `oneshot` in tests.
 pub fn app(state: AppState) -> Router {

@@ -172,7 +172,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             follower,
             agent: Some(state.agent.clone()),
         },
-    );
+    )
+    .await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;

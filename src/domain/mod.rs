@@ -11,6 +11,7 @@ pub mod lifecycle;
 pub mod memory;
 pub mod owner;
 pub mod ranking;
+pub mod rerank;
 pub mod scope;
 pub mod thread;
 pub mod tokens;

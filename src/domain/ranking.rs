@@ -10,9 +10,13 @@
 //!                             u = the model's query–unrelated-text cosine (per model)
 //!                     weighted bm25 / max(bm25), raw max(cos, 0)  (calibrated with u = 0)
 //!                     rrf     (k + 1) / (k + rank)                ranks only
+//!                     absolute clamp(bm25 / full(q), 0, 1),       full = Σ idf over q's terms (a full match)
+//!                             clamp((cos - u) / (p - u), 0, 1)    u, p = the model's unrelated / paraphrase cosine
+//!                             u raised to the candidates' median cosine (candidate floor)
+//!                             vector weight × c, c = share of q's tokens the model knows
 //! decay      = floor + (1 - floor) · 0.5^(age / half_life)      (1 when no half-life)
 //! importance = 1 + weight · (2 · importance - 1)                (1 at importance 0.5)
-//! final      = fused · decay · importance
+//! final      = fused · decay · importance   (· the second stage's factor, `rerank.rs`)
 //! ```
 //!
 //! `dbsf` and `min_max` are *scale-free* within a query: an affine change of
@@ -76,6 +80,51 @@ pub enum FusionMethod {
         vector_weight: f32,
         unrelated_cosine: f32,
     },
+    /// Both legs on an absolute, query-relative scale, so that a weak match
+    /// stays low whatever the other candidates score:
+    /// - BM25 as the share of a full match it reached, bm25 / Σ over the
+    ///   query's terms of idf, the score of a document of average length
+    ///   holding each query term once ([`QueryScales`]), capped at 1;
+    ///   the top lexical hit of a query that shares one common word with the
+    ///   memories is near 0, not 1 as with bm25/max(bm25);
+    /// - the cosine anchored at both ends by the model, 0 at its typical
+    ///   cosine for unrelated text (`unrelated_cosine`) and 1 at the cosine
+    ///   of a close paraphrase (`paraphrase_cosine`);
+    /// - the vector weight multiplied by the leg's confidence for this
+    ///   query, the share of its tokens the model's vocabulary knows (a
+    ///   model that reads Chinese as `[UNK]` gets no say on a Chinese query).
+    Absolute {
+        lexical_weight: f32,
+        vector_weight: f32,
+        unrelated_cosine: f32,
+        paraphrase_cosine: f32,
+        /// Raise the vector leg's zero to the median cosine of the query's
+        /// candidates when that is higher (memories that all share a topic,
+        /// as the turns of one conversation do).
+        candidate_floor: bool,
+    },
+}
+
+/// What fusion knows about the query beyond its candidates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QueryScales {
+    /// The BM25 score of a full match of the query in this index (Σ over its
+    /// distinct terms of idf: a document of average length holding each
+    /// once); `None` when the index cannot say, and then `absolute` falls
+    /// back to bm25/max(bm25).
+    pub lexical_full_match: Option<f32>,
+    /// How far the vector leg can be trusted on this query's text, 0..=1: the
+    /// share of the query's tokens the embedding model knows.
+    pub vector_confidence: f32,
+}
+
+impl Default for QueryScales {
+    fn default() -> Self {
+        QueryScales {
+            lexical_full_match: None,
+            vector_confidence: 1.0,
+        }
+    }
 }
 
 impl FusionMethod {
@@ -102,6 +151,11 @@ impl FusionMethod {
                 lexical_weight,
                 vector_weight,
                 ..
+            }
+            | FusionMethod::Absolute {
+                lexical_weight,
+                vector_weight,
+                ..
             } => (lexical_weight, vector_weight),
         }
     }
@@ -114,6 +168,7 @@ impl FusionMethod {
             FusionMethod::Dbsf { .. } => "dbsf",
             FusionMethod::MinMax { .. } => "min_max",
             FusionMethod::Calibrated { .. } => "calibrated",
+            FusionMethod::Absolute { .. } => "absolute",
         }
     }
 }
@@ -131,6 +186,8 @@ pub struct RankingParams {
     pub importance_weight: f32,
     /// Hits whose final score is below this are dropped.
     pub min_score: f32,
+    /// The second stage over the best candidates (`None`: off).
+    pub rerank: Option<super::rerank::RerankParams>,
 }
 
 /// One leg's view of a fused candidate.
@@ -152,6 +209,8 @@ pub struct Fused {
     pub vector: Option<LegScore>,
     /// Σ of the legs' contributions, 0..=1.
     pub fused: f32,
+    /// The query's scales fusion used (the same for every candidate).
+    pub scales: QueryScales,
 }
 
 /// Scores mapped onto 0..1 by mean ± 3σ (sample standard deviation) of the
@@ -197,14 +256,59 @@ pub fn min_max_normalise(scores: &[f32]) -> Vec<f32> {
         .collect()
 }
 
+/// The median of `scores` (`None` when empty).
+fn median(scores: &[f32]) -> Option<f32> {
+    let mut s = scores.to_vec();
+    s.sort_by(f32::total_cmp);
+    let n = s.len();
+    (n > 0).then(|| {
+        if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            (s[n / 2 - 1] + s[n / 2]) / 2.0
+        }
+    })
+}
+
 /// One leg's candidates normalised onto 0..1 by `method`, in list order.
-fn normalise_leg(candidates: &Candidates, method: FusionMethod, lexical: bool) -> Vec<f32> {
+fn normalise_leg(
+    candidates: &Candidates,
+    method: FusionMethod,
+    lexical: bool,
+    scales: QueryScales,
+) -> Vec<f32> {
     let scores: Vec<f32> = candidates.iter().map(|(_, s)| *s).collect();
     match method {
+        FusionMethod::Absolute { .. }
+            if lexical && scales.lexical_full_match.is_some_and(|m| m > 0.0) =>
+        {
+            let max = scales.lexical_full_match.unwrap_or(1.0);
+            scores.iter().map(|s| (s / max).clamp(0.0, 1.0)).collect()
+        }
+        FusionMethod::Absolute {
+            unrelated_cosine: u,
+            paraphrase_cosine: p,
+            candidate_floor,
+            ..
+        } if !lexical => {
+            let zero = if candidate_floor {
+                u.max(median(&scores).unwrap_or(u))
+            } else {
+                u
+            };
+            scores
+                .iter()
+                .map(|s| ((s - zero) / (p - u).max(f32::EPSILON)).clamp(0.0, 1.0))
+                .collect()
+        }
         FusionMethod::Rrf { k, .. } => (1..=scores.len())
             .map(|rank| (k + 1.0) / (k + rank as f32))
             .collect(),
-        FusionMethod::Weighted { .. } | FusionMethod::Calibrated { .. } if lexical => {
+        FusionMethod::Weighted { .. }
+        | FusionMethod::Calibrated { .. }
+        | FusionMethod::Absolute { .. }
+            if lexical =>
+        {
             let max = scores.iter().copied().fold(0.0f32, f32::max);
             scores
                 .iter()
@@ -213,6 +317,10 @@ fn normalise_leg(candidates: &Candidates, method: FusionMethod, lexical: bool) -
         }
         FusionMethod::Weighted { .. } => scores.iter().map(|s| s.max(0.0)).collect(),
         FusionMethod::Calibrated {
+            unrelated_cosine: u,
+            ..
+        }
+        | FusionMethod::Absolute {
             unrelated_cosine: u,
             ..
         } => scores
@@ -229,7 +337,21 @@ fn normalise_leg(candidates: &Candidates, method: FusionMethod, lexical: bool) -
 /// the weight of the legs that returned anything, so that a candidate best in
 /// every active leg scores 1. Sorted by fused score, ties broken by id.
 pub fn fuse(lexical: &Candidates, vector: &Candidates, method: FusionMethod) -> Vec<Fused> {
-    let (wl, wv) = method.weights();
+    fuse_scaled(lexical, vector, method, QueryScales::default())
+}
+
+/// [`fuse`] with what the indexes and the embedder know about the query
+/// ([`QueryScales`]); only `absolute` reads them.
+pub fn fuse_scaled(
+    lexical: &Candidates,
+    vector: &Candidates,
+    method: FusionMethod,
+    scales: QueryScales,
+) -> Vec<Fused> {
+    let (wl, mut wv) = method.weights();
+    if matches!(method, FusionMethod::Absolute { .. }) {
+        wv *= scales.vector_confidence.clamp(0.0, 1.0);
+    }
     let active_weight =
         (if lexical.is_empty() { 0.0 } else { wl }) + (if vector.is_empty() { 0.0 } else { wv });
     let share = |w: f32, norm: f32| {
@@ -241,9 +363,11 @@ pub fn fuse(lexical: &Candidates, vector: &Candidates, method: FusionMethod) -> 
     };
     let mut by_id: HashMap<Uuid, Fused> = HashMap::with_capacity(lexical.len() + vector.len());
     for (is_lexical, list, w) in [(true, lexical, wl), (false, vector, wv)] {
-        let norms = normalise_leg(list, method, is_lexical);
+        let norms = normalise_leg(list, method, is_lexical, scales);
         for (rank, ((id, raw), norm)) in list.iter().zip(norms).enumerate() {
-            let f = by_id.entry(*id).or_insert_with(|| Fused::empty(*id));
+            let f = by_id
+                .entry(*id)
+                .or_insert_with(|| Fused::empty(*id, scales));
             let slot = if is_lexical {
                 &mut f.bm25
             } else {
@@ -270,12 +394,13 @@ pub fn fuse(lexical: &Candidates, vector: &Candidates, method: FusionMethod) -> 
 }
 
 impl Fused {
-    fn empty(id: Uuid) -> Self {
+    fn empty(id: Uuid, scales: QueryScales) -> Self {
         Fused {
             id,
             bm25: None,
             vector: None,
             fused: 0.0,
+            scales,
         }
     }
 }
@@ -313,8 +438,21 @@ pub struct ScoreBreakdown {
     #[serde(default)]
     pub vector_contribution: Option<f32>,
     pub fused_score: f32,
+    /// `absolute` fusion's unit of the lexical leg: the BM25 score of a full
+    /// match of the query (Σ idf over its terms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bm25_full_match_score: Option<f32>,
+    /// `absolute` fusion's confidence in the vector leg for this query (the
+    /// share of its tokens the model knows), which multiplied its weight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_confidence: Option<f32>,
     pub decay_factor: f32,
     pub importance_factor: f32,
+    /// What the second stage saw and the factor it applied (absent: the hit
+    /// was not in its window, or the stage is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<super::rerank::RerankSignals>,
+    /// fused · decay · importance (· the second stage's factor).
     pub final_score: f32,
 }
 
@@ -341,8 +479,11 @@ impl Hit {
                 bm25_contribution: None,
                 vector_contribution: None,
                 fused_score: score,
+                bm25_full_match_score: None,
+                vector_confidence: None,
                 decay_factor: 1.0,
                 importance_factor: 1.0,
+                rerank: None,
                 final_score: score,
             },
         }
@@ -360,6 +501,7 @@ pub fn rank(
     half_life: impl Fn(&Memory) -> Option<f64>,
     top_k: usize,
 ) -> Vec<Hit> {
+    let absolute = matches!(params.fusion, FusionMethod::Absolute { .. });
     let mut hits: Vec<Hit> = fused
         .into_iter()
         .filter_map(|f| {
@@ -379,8 +521,13 @@ pub fn rank(
                     bm25_contribution: f.bm25.map(|b| b.contribution),
                     vector_contribution: f.vector.map(|v| v.contribution),
                     fused_score: f.fused,
+                    bm25_full_match_score: absolute
+                        .then_some(f.scales.lexical_full_match)
+                        .flatten(),
+                    vector_confidence: absolute.then_some(f.scales.vector_confidence),
                     decay_factor: decay,
                     importance_factor: imp,
+                    rerank: None,
                     final_score,
                 },
             })
@@ -607,6 +754,109 @@ mod tests {
         );
     }
 
+    fn absolute(u: f32, p: f32) -> FusionMethod {
+        FusionMethod::Absolute {
+            lexical_weight: 1.0,
+            vector_weight: 1.0,
+            unrelated_cosine: u,
+            paraphrase_cosine: p,
+            candidate_floor: false,
+        }
+    }
+
+    fn scales(lexical_full_match: f32, vector_confidence: f32) -> QueryScales {
+        QueryScales {
+            lexical_full_match: Some(lexical_full_match),
+            vector_confidence,
+        }
+    }
+
+    #[test]
+    fn absolute_fusion_keeps_a_weak_lexical_match_low() {
+        // The zh_paraphrase case: the memory that answers shares no word with
+        // the query (vector only, cos 0.88 with e5); a distractor shares one
+        // common word (BM25 2.0 of an attainable 20) and is unrelated to the
+        // vector leg (0.80). bm25/max gives the distractor 1.0 and the win.
+        let lex = vec![(id(1), 2.0)];
+        let vec_ = vec![(id(2), 0.88), (id(1), 0.80)];
+        assert_eq!(fuse(&lex, &vec_, calibrated(0.78))[0].id, id(1));
+        let f = fuse_scaled(&lex, &vec_, absolute(0.78, 0.92), scales(20.0, 1.0));
+        assert_eq!(f[0].id, id(2));
+        let one = f.iter().find(|f| f.id == id(1)).unwrap();
+        assert!(
+            (one.bm25.unwrap().contribution - 0.05).abs() < 1e-6,
+            "2/20/2"
+        );
+        // The paraphrase cosine is the vector leg's 1: (0.92-0.78)/0.14 = 1.
+        let f = fuse_scaled(
+            &vec![],
+            &vec![(id(3), 0.92)],
+            absolute(0.78, 0.92),
+            scales(20.0, 1.0),
+        );
+        assert!((f[0].fused - 1.0).abs() < 1e-5);
+        // A strong lexical match still wins over a middling cosine.
+        let lex = vec![(id(1), 16.0)];
+        let vec_ = vec![(id(2), 0.84), (id(1), 0.79)];
+        let f = fuse_scaled(&lex, &vec_, absolute(0.78, 0.92), scales(20.0, 1.0));
+        assert_eq!(f[0].id, id(1));
+    }
+
+    #[test]
+    fn a_vector_leg_that_cannot_read_the_query_loses_its_say() {
+        // MiniLM on Chinese: cosines ≈ 0.5–0.99 whatever the text, most tokens
+        // [UNK]. With confidence 0 the order is BM25's and the fused score is
+        // the lexical share alone; with 1 the vector leg would decide.
+        let lex = vec![(id(1), 10.0), (id(2), 5.0)];
+        let vec_ = vec![(id(2), 0.99), (id(1), 0.5)];
+        let m = absolute(0.1, 0.8);
+        assert_eq!(fuse_scaled(&lex, &vec_, m, scales(20.0, 1.0))[0].id, id(2));
+        let f = fuse_scaled(&lex, &vec_, m, scales(20.0, 0.0));
+        assert_eq!(f[0].id, id(1));
+        assert!(
+            (f[0].fused - 0.5).abs() < 1e-6,
+            "10/20, the lexical leg alone"
+        );
+        assert_eq!(f[0].vector.unwrap().contribution, 0.0);
+        // Without an index scale, the lexical leg falls back to bm25/max.
+        let f = fuse_scaled(&lex, &vec![], m, QueryScales::default());
+        assert!((f[0].fused - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_candidate_floor_lifts_the_zero_to_the_candidates_median() {
+        // Turns of one conversation: every candidate sits above the model's
+        // unrelated level (0.1). The floor takes their median (0.4) as the
+        // zero; without it the shared topic counts as evidence.
+        let vec_ = vec![
+            (id(1), 0.6),
+            (id(2), 0.45),
+            (id(3), 0.4),
+            (id(4), 0.35),
+            (id(5), 0.3),
+        ];
+        let floor = FusionMethod::Absolute {
+            lexical_weight: 1.0,
+            vector_weight: 1.0,
+            unrelated_cosine: 0.1,
+            paraphrase_cosine: 0.8,
+            candidate_floor: true,
+        };
+        let f = fuse_scaled(&vec![], &vec_, floor, scales(1.0, 1.0));
+        let of = |f: &[Fused], i| f.iter().find(|x| x.id == id(i)).unwrap().fused;
+        assert!((of(&f, 1) - 0.2 / 0.7).abs() < 1e-6);
+        assert_eq!(of(&f, 3), 0.0);
+        assert_eq!(of(&f, 5), 0.0);
+        let plain = fuse_scaled(&vec![], &vec_, absolute(0.1, 0.8), scales(1.0, 1.0));
+        assert!((of(&plain, 3) - 0.3 / 0.7).abs() < 1e-6);
+        // Candidates below the model's level leave its zero alone.
+        let low = vec![(id(1), 0.3), (id(2), 0.05), (id(3), 0.0)];
+        let f = fuse_scaled(&vec![], &low, floor, scales(1.0, 1.0));
+        assert!((of(&f, 1) - 0.2 / 0.7).abs() < 1e-6);
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0]), Some(2.0));
+    }
+
     fn scores_of(f: &[Fused]) -> Vec<(Uuid, f32)> {
         f.iter().map(|f| (f.id, f.fused)).collect()
     }
@@ -681,17 +931,19 @@ mod tests {
 
             #[test]
             fn fused_scores_stay_in_the_unit_interval_and_sorted(
-                lex in leg(30), vec_ in leg(30), wl in 0.0f32..3.0, wv in 0.01f32..3.0,
+                lex in leg(30), vec_ in leg(30), wl in 0.0f32..3.0, wv in 0.01f32..3.0, c in 0.0f32..=1.0,
             ) {
                 let (lex, vec_) = (candidates(lex), candidates(vec_));
                 for method in [
                     FusionMethod::Calibrated { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.7 },
+                    FusionMethod::Absolute { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.1, paraphrase_cosine: 0.8, candidate_floor: false },
+                    FusionMethod::Absolute { lexical_weight: wl, vector_weight: wv, unrelated_cosine: 0.1, paraphrase_cosine: 0.8, candidate_floor: true },
                     FusionMethod::Dbsf { lexical_weight: wl, vector_weight: wv },
                     FusionMethod::MinMax { lexical_weight: wl, vector_weight: wv },
                     FusionMethod::Weighted { lexical_weight: wl, vector_weight: wv },
                     FusionMethod::Rrf { k: 10.0, lexical_weight: wl, vector_weight: wv },
                 ] {
-                    let fused = fuse(&lex, &vec_, method);
+                    let fused = fuse_scaled(&lex, &vec_, method, QueryScales { lexical_full_match: Some(0.5), vector_confidence: c });
                     let ids: std::collections::HashSet<Uuid> =
                         lex.iter().chain(&vec_).map(|(i, _)| *i).collect();
                     prop_assert_eq!(fused.len(), ids.len());

@@ -9,6 +9,7 @@ pub mod bert;
 pub mod e5;
 pub mod hashing;
 pub mod onnx;
+mod pool;
 
 use crate::error::Result;
 
@@ -21,4 +22,11 @@ pub trait Embedder: Send + Sync {
     fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
     /// Embeds stored texts, in batches.
     fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// The share (0..=1) of `text`'s tokens the model's vocabulary knows,
+    /// i.e. not mapped to its unknown token (all-MiniLM-L6-v2 reads most
+    /// Chinese as `[UNK]`). Fusion weighs the vector leg by it. Models
+    /// without an unknown token, and text without tokens, give 1.
+    fn known_token_share(&self, _text: &str) -> f32 {
+        1.0
+    }
 }

@@ -21,11 +21,14 @@
 //! thread by default and with thread spinning off
 //! (`session.intra_op.allow_spinning = 0`): on a small shared machine spinning
 //! threads steal CPU from everything else and more than doubled single-query
-//! latency in measurements. Parallelism comes from a small pool of sessions
-//! (default 2, one per core), each behind a mutex because fastembed's `embed`
-//! takes `&mut self`; a call takes a free session, or waits for one.
-//! `embed_passages` takes a session per batch of 32, so queries can interleave
-//! with bulk indexing.
+//! latency in measurements. Parallelism comes from a pool of sessions
+//! ([`super::pool`]), each behind a mutex because fastembed's `embed` takes
+//! `&mut self`: *bulk* sessions (default one per core) and one session
+//! *reserved* for queries. `embed_passages` sorts its texts by length, cuts
+//! them into batches of [`EmbedderOptions::batch_size`] and embeds the
+//! batches on every bulk session at once (restoring the caller's order); a
+//! query takes the reserved session, so a search never waits behind a bulk
+//! ingest's batch.
 //!
 //! # Query cache
 //! Agents repeat queries; `embed_query` keeps the last
@@ -36,7 +39,6 @@
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use fastembed::{
@@ -46,6 +48,7 @@ use ort::environment::Environment;
 use parking_lot::Mutex;
 
 use super::assets::{self, AssetPaths, ModelSpec, PoolingKind};
+use super::pool::{self, Pool};
 use super::Embedder;
 use crate::error::{Error, Result};
 
@@ -55,8 +58,12 @@ pub struct EmbedderOptions {
     pub model: &'static ModelSpec,
     /// ONNX Runtime intra-op threads per session (default 1).
     pub threads_per_session: usize,
-    /// Sessions, i.e. embeddings that can run at once (default 2).
+    /// Bulk sessions: batches of `embed_passages` that run at once (default:
+    /// the number of cores).
     pub pool_size: usize,
+    /// Sessions only queries use (default 1; 0 lets queries share the bulk
+    /// sessions and wait behind their batches).
+    pub query_sessions: usize,
     /// Passages per model call in `embed_passages` (default 32).
     pub batch_size: usize,
     /// Query vectors kept by `embed_query` (LRU; 0 turns the cache off;
@@ -69,27 +76,48 @@ impl Default for EmbedderOptions {
         EmbedderOptions {
             model: assets::default_model(),
             threads_per_session: 1,
-            pool_size: 2,
+            pool_size: default_pool_size(),
+            query_sessions: 1,
             batch_size: 32,
             query_cache_size: 1024,
         }
     }
 }
 
+impl EmbedderOptions {
+    /// The options a policy asks for: its `[embedding] model` and
+    /// `query_cache_size`, and `[indexing] embed_batch`; the rest default.
+    pub fn for_policy(policy: &crate::policy::Policy) -> Result<Self> {
+        Ok(EmbedderOptions {
+            model: policy.embedding.model_spec()?,
+            batch_size: policy.indexing.embed_batch,
+            query_cache_size: policy.embedding.query_cache_size,
+            ..EmbedderOptions::default()
+        })
+    }
+}
+
+/// One bulk session per core (at least 1).
+pub fn default_pool_size() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// Real embeddings from an ONNX model; vectors are L2-normalised.
 pub struct OnnxEmbedder {
     model: &'static ModelSpec,
-    sessions: Vec<Mutex<TextEmbedding>>,
-    next: AtomicUsize,
+    sessions: Pool<TextEmbedding>,
     batch_size: usize,
     queries: Option<QueryCache>,
+    /// The vocabulary's unknown token (`[UNK]`, `<unk>`), if it has one.
+    unk_id: Option<u32>,
 }
 
 impl std::fmt::Debug for OnnxEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OnnxEmbedder")
             .field("model_id", &self.model.model_id)
-            .field("sessions", &self.sessions.len())
+            .field("bulk_sessions", &self.sessions.bulk_len())
+            .field("query_sessions", &self.sessions.reserved_len())
             .field("batch_size", &self.batch_size)
             .finish()
     }
@@ -161,10 +189,7 @@ impl OnnxEmbedder {
         assets_dir: &std::path::Path,
         policy: &crate::policy::Policy,
     ) -> Result<std::sync::Arc<dyn Embedder>> {
-        let options = EmbedderOptions {
-            model: policy.embedding.model_spec()?,
-            ..EmbedderOptions::default()
-        };
+        let options = EmbedderOptions::for_policy(policy)?;
         Ok(std::sync::Arc::new(Self::load(
             &AssetPaths::new(assets_dir),
             options,
@@ -216,8 +241,8 @@ impl OnnxEmbedder {
 
         let pool_size = options.pool_size.max(1);
         let threads = options.threads_per_session.max(1);
-        let mut sessions = Vec::with_capacity(pool_size);
-        for _ in 0..pool_size {
+        let mut sessions = Vec::with_capacity(pool_size + options.query_sessions);
+        for _ in 0..pool_size + options.query_sessions {
             let user_model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer_files.clone())
                 .with_pooling(pooling.clone());
             let init = InitOptionsUserDefined::new()
@@ -227,17 +252,22 @@ impl OnnxEmbedder {
                 .with_session_config("session.intra_op.allow_spinning", "0");
             let session = TextEmbedding::try_new_from_user_defined(user_model, init)
                 .map_err(|e| Error::Embedder(format!("loading model {}: {e}", model.model_id)))?;
-            sessions.push(Mutex::new(session));
+            sessions.push(session);
         }
+        let unk_id = {
+            let t = &sessions[0].tokenizer;
+            t.token_to_id("[UNK]").or_else(|| t.token_to_id("<unk>"))
+        };
+        let query = sessions.split_off(pool_size);
         let embedder = OnnxEmbedder {
             model,
-            sessions,
-            next: AtomicUsize::new(0),
+            unk_id,
+            sessions: Pool::new(sessions, query),
             batch_size: options.batch_size.max(1),
             queries: NonZeroUsize::new(options.query_cache_size).map(QueryCache::new),
         };
         // Catch a wrong graph (output size) now rather than at the first request.
-        let probe = embedder.run(vec!["probe".to_string()])?;
+        let probe = embedder.run(&mut embedder.sessions.query(), vec!["probe".to_string()])?;
         if probe[0].len() != model.dim {
             return Err(Error::Embedder(format!(
                 "model {} produced {} dimensions, expected {}",
@@ -253,6 +283,11 @@ impl OnnxEmbedder {
         self.model
     }
 
+    /// Query vectors held by the query cache (0 when it is off).
+    pub fn cached_queries(&self) -> usize {
+        self.queries.as_ref().map_or(0, |c| c.0.lock().len())
+    }
+
     /// The token ids the model is fed for `text` as a query (or a stored
     /// passage), prefix and special tokens included; for tests and diagnostics.
     pub fn token_ids(&self, text: &str, query: bool) -> Result<Vec<u32>> {
@@ -261,7 +296,7 @@ impl OnnxEmbedder {
         } else {
             self.model.passage_prefix
         };
-        let session = self.sessions[0].lock();
+        let session = self.sessions.any();
         let encoding = session
             .tokenizer
             .encode(format!("{prefix}{text}"), true)
@@ -269,16 +304,10 @@ impl OnnxEmbedder {
         Ok(encoding.get_ids().to_vec())
     }
 
-    /// Runs one batch on a free session (or waits for the next one in turn).
-    fn run(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
-        let n = self.sessions.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut guard = (0..n)
-            .find_map(|i| self.sessions[(start + i) % n].try_lock())
-            .unwrap_or_else(|| self.sessions[start % n].lock());
+    /// Runs one batch on `session`.
+    fn run(&self, session: &mut TextEmbedding, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let count = texts.len();
-        let mut vectors = guard.embed(texts, None).map_err(embedder_error)?;
-        drop(guard);
+        let mut vectors = session.embed(texts, None).map_err(embedder_error)?;
         if vectors.len() != count {
             return Err(Error::Embedder(format!(
                 "model returned {} vectors for {count} texts",
@@ -344,7 +373,8 @@ impl Embedder for OnnxEmbedder {
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let embed = || {
-            let mut out = self.run(vec![format!("{}{text}", self.model.query_prefix)])?;
+            let text = format!("{}{text}", self.model.query_prefix);
+            let mut out = self.run(&mut self.sessions.query(), vec![text])?;
             Ok(out.pop().expect("one vector per text"))
         };
         match &self.queries {
@@ -353,16 +383,36 @@ impl Embedder for OnnxEmbedder {
         }
     }
 
+    fn known_token_share(&self, text: &str) -> f32 {
+        let Some(unk) = self.unk_id else {
+            return 1.0;
+        };
+        let guard = self.sessions.query();
+        // Without prefix and special tokens: only the text's own tokens.
+        let Ok(encoding) = guard.tokenizer.encode(text, false) else {
+            return 1.0;
+        };
+        drop(guard);
+        let ids = encoding.get_ids();
+        if ids.is_empty() {
+            return 1.0;
+        }
+        let unknown = ids.iter().filter(|&&id| id == unk).count();
+        1.0 - unknown as f32 / ids.len() as f32
+    }
+
     fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(self.batch_size) {
+        let workers = self.sessions.bulk_len();
+        pool::embed_bulk(texts, self.batch_size, workers, |chunk| {
             let batch = chunk
                 .iter()
                 .map(|t| format!("{}{t}", self.model.passage_prefix))
                 .collect();
-            out.extend(self.run(batch)?);
-        }
-        Ok(out)
+            // The session is taken after the texts are ready, and only for
+            // the model call.
+            let mut session = self.sessions.bulk();
+            self.run(&mut session, batch)
+        })
     }
 }
 
@@ -416,6 +466,37 @@ mod tests {
     }
 
     #[test]
+    fn the_policy_sizes_the_query_cache_and_zero_turns_it_off() {
+        let mut policy = crate::policy::Policy::default();
+        assert_eq!(
+            EmbedderOptions::for_policy(&policy)
+                .unwrap()
+                .query_cache_size,
+            1024,
+            "the shipped default"
+        );
+        policy.embedding.model = assets::MINILM_L6_V2.name.into();
+        policy.indexing.embed_batch = 8;
+        for (size, held) in [(2, 2), (0, 0)] {
+            policy.embedding.query_cache_size = size;
+            let options = EmbedderOptions {
+                pool_size: 1,
+                query_sessions: 0,
+                ..EmbedderOptions::for_policy(&policy).unwrap()
+            };
+            assert_eq!((options.batch_size, options.query_cache_size), (8, size));
+            let e = OnnxEmbedder::load(&test_assets(), options).unwrap();
+            let first = e.embed_query("green tea").unwrap();
+            for q in ["green tea", "black coffee", "a walk", "green tea"] {
+                e.embed_query(q).unwrap();
+            }
+            assert_eq!(e.cached_queries(), held, "query_cache_size {size}");
+            // Cached or not, the vector is the same.
+            assert_eq!(e.embed_query("green tea").unwrap(), first);
+        }
+    }
+
+    #[test]
     fn missing_assets_are_unavailable_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
         let err = OnnxEmbedder::load(&AssetPaths::new(dir.path()), EmbedderOptions::default())
@@ -446,6 +527,18 @@ mod tests {
             matches!(&err, Error::Unavailable(m) if m.contains("mnemo setup")),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn minilm_knows_english_tokens_and_not_most_chinese_ones() {
+        let e = embedder();
+        assert!(e.unk_id.is_some());
+        assert_eq!(e.known_token_share("Where do I live these days?"), 1.0);
+        let zh = e.known_token_share("我现在住在哪个城市？");
+        assert!(zh < 0.5, "{zh}");
+        let mixed = e.known_token_share("下周三的 client meeting 在哪个城市？");
+        assert!(mixed > zh && mixed < 1.0, "{mixed}");
+        assert_eq!(e.known_token_share(""), 1.0);
     }
 
     #[test]
@@ -595,7 +688,7 @@ mod tests {
         );
         let cpu = cpu_secs();
         {
-            let session = e.sessions[0].lock();
+            let session = e.sessions.any();
             for i in 0..200 {
                 session.tokenizer.encode(sentence(1000 + i), true).unwrap();
             }

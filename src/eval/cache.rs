@@ -101,6 +101,9 @@ impl Embedder for QueryMemo {
     fn embed_passages(&self, texts: &[&str]) -> crate::Result<Vec<Vec<f32>>> {
         self.inner.embed_passages(texts)
     }
+    fn known_token_share(&self, text: &str) -> f32 {
+        self.inner.known_token_share(text)
+    }
 }
 
 const MAGIC: &[u8; 8] = b"MNEMOEMB";

@@ -168,8 +168,10 @@ impl Variant {
     pub fn params(&self, base: &Policy) -> SearchParams {
         let plain = |legs| SearchParams {
             legs,
+            // The legs alone and plain hybrid: no second stage.
             ranking: RankingParams {
                 importance_weight: 0.0,
+                rerank: None,
                 ..base.ranking()
             },
             decay: false,

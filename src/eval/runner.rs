@@ -266,11 +266,9 @@ async fn ingest(
     let batch = INGEST_BATCH.min(config.policy.limits.max_batch).max(1);
     progress.start(&format!("{}: ingest", set.name), set.docs.len() as u64);
     let started = Instant::now();
-    for chunk in set.docs.chunks(batch) {
-        let items = chunk.iter().map(|d| d.memory.clone()).collect();
-        engine.add(&actor, items, false).await?;
-        progress.advance(chunk.len() as u64);
-    }
+    let items = set.docs.iter().map(|d| d.memory.clone()).collect();
+    crate::service::ingest::add_bulk(engine, &actor, items, batch, |n| progress.advance(n as u64))
+        .await?;
     engine.commit().await?;
     engine.optimize().await?;
     let secs = started.elapsed().as_secs_f64();

@@ -15,6 +15,7 @@ pub mod tantivy;
 
 use uuid::Uuid;
 
+use crate::domain::rerank::QueryTerms;
 use crate::domain::scope::IndexFilter;
 use crate::domain::{Kind, Owner, Status, Tier};
 use crate::error::Result;
@@ -44,8 +45,29 @@ pub trait LexicalIndex: Send + Sync {
     fn purge(&self) -> Result<()>;
     /// The best `limit` documents for `query` passing `filter`, as (id, bm25).
     fn search(&self, query: &str, filter: &IndexFilter, limit: usize) -> Result<Vec<(Uuid, f32)>>;
+    /// How this index reads `query`: its analysed tokens, the idf of each,
+    /// and the BM25 score of a full match here: a document of average
+    /// length holding each of its distinct terms once scores Σ idf (BM25's
+    /// term-frequency factor is 1 there). `absolute` fusion divides by that
+    /// score, so a lexical score says what share of the query's information
+    /// a document matched; the second stage weighs term pairs by idf.
+    /// `None` when the backend cannot say, or the query has no terms.
+    fn query_terms(&self, _query: &str) -> Result<Option<QueryTerms>> {
+        Ok(None)
+    }
     /// Every committed document as (id, version).
     fn entries(&self) -> Result<Vec<(Uuid, i64)>>;
+    /// The versions of the committed documents among `ids` (the repair
+    /// loop's check by id and version, `repair.rs`). The default scans
+    /// `entries`; backends override it with a lookup by id.
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        let wanted: std::collections::HashSet<&Uuid> = ids.iter().collect();
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|(id, _)| wanted.contains(id))
+            .collect())
+    }
     fn count_owner(&self, owner: &Owner) -> Result<usize>;
     fn clear(&self) -> Result<()>;
 }

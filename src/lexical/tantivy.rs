@@ -35,7 +35,7 @@
 //! [`LexicalIndex::purge`] does (commit, merge the segments that have deleted
 //! documents, wait, garbage-collect unused files). Stored fields are the id and version only.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
@@ -51,6 +51,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use uuid::Uuid;
 
 use super::{analyzer, LexicalDoc, LexicalIndex};
+use crate::domain::rerank::QueryTerms;
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
@@ -389,6 +390,40 @@ impl LexicalIndex for TantivyIndex {
         Ok(out)
     }
 
+    fn query_terms(&self, query: &str) -> Result<Option<QueryTerms>> {
+        let searcher = self.reader.searcher();
+        // tantivy's BM25 statistics: documents counted by `max_doc`, the
+        // document frequency summed over segments (`query/bm25.rs`).
+        let docs: u64 = searcher
+            .segment_readers()
+            .iter()
+            .map(|s| u64::from(s.max_doc()))
+            .sum();
+        let tokens = analyzer::analyze(query);
+        if docs == 0 || tokens.is_empty() {
+            return Ok(None);
+        }
+        let mut idf = HashMap::new();
+        let mut full_match = 0.0f64;
+        for t in &tokens {
+            if idf.contains_key(t) {
+                continue;
+            }
+            let df = searcher
+                .doc_freq(&Term::from_field_text(self.fields.text, t))
+                .map_err(lexical)?
+                .min(docs);
+            let w = bm25_idf(df, docs);
+            full_match += w;
+            idf.insert(t.clone(), w as f32);
+        }
+        Ok(Some(QueryTerms {
+            tokens,
+            idf,
+            full_match_score: full_match as f32,
+        }))
+    }
+
     fn entries(&self) -> Result<Vec<(Uuid, i64)>> {
         let searcher = self.reader.searcher();
         let mut out = Vec::with_capacity(searcher.num_docs() as usize);
@@ -410,6 +445,34 @@ impl LexicalIndex for TantivyIndex {
         Ok(out)
     }
 
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        let mut out = std::collections::HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let searcher = self.reader.searcher();
+        let query = tantivy::query::TermSetQuery::new(ids.iter().map(|id| self.fields.id_term(id)));
+        let found = searcher
+            .search(&query, &tantivy::collector::DocSetCollector)
+            .map_err(lexical)?;
+        let mut buf = String::new();
+        for address in found {
+            let segment = searcher.segment_reader(address.segment_ord);
+            let fast = segment.fast_fields();
+            let Some(id_column) = fast.str("id").map_err(lexical)? else {
+                continue;
+            };
+            let id = read_id(&id_column, address.doc_id, &mut buf)?;
+            let version = fast
+                .i64("version")
+                .map_err(lexical)?
+                .first(address.doc_id)
+                .ok_or_else(|| lexical(format!("document {id} has no version")))?;
+            out.insert(id, version);
+        }
+        Ok(out)
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         count_owner(&self.reader, &self.fields, owner)
     }
@@ -417,6 +480,12 @@ impl LexicalIndex for TantivyIndex {
     fn clear(&self) -> Result<()> {
         self.call(Command::Clear)
     }
+}
+
+/// tantivy's BM25 idf: ln(1 + (N − df + 0.5) / (df + 0.5)).
+fn bm25_idf(doc_freq: u64, docs: u64) -> f64 {
+    let x = ((docs - doc_freq) as f64 + 0.5) / (doc_freq as f64 + 0.5);
+    x.ln_1p()
 }
 
 fn read_id(ids: &tantivy::columnar::StrColumn, doc: u32, buf: &mut String) -> Result<Uuid> {
@@ -738,6 +807,54 @@ mod tests {
             [mixed.id]
         );
         assert_eq!(ids(&index.search("又坏了", &f, 10).unwrap()), [zh.id]);
+    }
+
+    #[test]
+    fn the_full_match_score_scales_hits_and_a_one_common_word_match_stays_low() {
+        let dir = TempDir::new().unwrap();
+        let index = open(&dir, LONG_DELAY);
+        let mut docs = vec![
+            doc(&alice(), "my dentist appointment is on friday at nine"),
+            doc(&alice(), "the appointment with the bank moved"),
+        ];
+        for i in 0..20 {
+            docs.push(doc(
+                &alice(),
+                &format!("note {i}: the meeting is on monday"),
+            ));
+        }
+        index.upsert(docs.clone()).unwrap();
+        index.commit().unwrap();
+        let f = long_term(&alice());
+        let query = "when is my dentist appointment on friday";
+        let max_score = |q: &str| index.query_terms(q).unwrap().map(|t| t.full_match_score);
+        let max = max_score(query).expect("terms in the index");
+        let hits = index.search(query, &f, 50).unwrap();
+        assert_eq!(hits[0].0, docs[0].id);
+        // A short document holding every term scores above the unit (an
+        // average-length one would score it), never above (k1 + 1) times it.
+        for (_, s) in &hits {
+            assert!(*s < 2.2 * max, "{s} >= 2.2 · {max}");
+        }
+        // The full match reaches a large share of the attainable score; a
+        // document sharing only the common word "on" a small one, although
+        // it would be 1.0 under bm25/max(bm25) of its own query.
+        // ("when", in no document, is the share it misses.)
+        assert!(hits[0].1 / max > 0.5, "{}", hits[0].1 / max);
+        let common = index.search("on", &f, 50).unwrap();
+        let common_max = max_score("on").unwrap();
+        let best = hits.iter().find(|(id, _)| *id == docs[2].id).unwrap().1;
+        assert!(best / max < 0.1, "{}", best / max);
+        assert!(common[0].1 <= 2.2 * common_max);
+        // Unknown words still count (the query's information nobody matched);
+        // a query without terms has no scale.
+        let dentist = max_score("dentist").unwrap();
+        assert!(max_score("dentist zyxwv").unwrap() > dentist);
+        assert_eq!(index.query_terms("!!!").unwrap(), None);
+        // Rarer terms weigh more; tokens come in query order.
+        let terms = index.query_terms("the dentist").unwrap().unwrap();
+        assert_eq!(terms.tokens, ["the", "dentist"]);
+        assert!(terms.idf["dentist"] > terms.idf["the"]);
     }
 
     #[test]

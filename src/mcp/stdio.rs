@@ -46,7 +46,7 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
     tracing::info!(key_id = %actor.id, tenant = %actor.tenant_id, "MCP session on stdio");
     // The same background work as `mnemo serve` (no agent loop, no
     // follower: a stdio session is one local node).
-    let node = Node::start(engine.clone(), NodeParts::default());
+    let node = Node::start(engine.clone(), NodeParts::default()).await?;
     let served = async {
         let service = MnemoMcp::new(engine.clone(), actor)
             .serve(rmcp::transport::stdio())

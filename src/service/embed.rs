@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{blocking, Engine};
+use super::{blocking, Engine, SEARCH_RESERVED_PERMITS};
 use crate::domain::Memory;
 use crate::error::{Error, Result};
 use crate::store::{text_hash, CacheOwner, ThreadRef};
@@ -49,17 +49,14 @@ impl Engine {
             }
         }
         if !missing.is_empty() {
-            let _permit = self.embed_permit()?;
+            let _permit = self.write_embed_permit()?;
             let embedder = self.0.embedder.clone();
-            let batch = self.0.policy.indexing.embed_batch;
             let texts: Vec<String> = missing.iter().map(|(_, t)| t.to_string()).collect();
+            // One call: the embedder sorts by length, batches
+            // (`indexing.embed_batch`) and uses every bulk session.
             let fresh = blocking(move || {
-                let mut out = Vec::with_capacity(texts.len());
-                for chunk in texts.chunks(batch) {
-                    let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                    out.extend(embedder.embed_passages(&refs)?);
-                }
-                Ok(out)
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                embedder.embed_passages(&refs)
             })
             .await?;
             let fresh: HashMap<&str, Vec<f32>> =
@@ -98,9 +95,22 @@ impl Engine {
             .embed_permits
             .clone()
             .try_acquire_owned()
-            .map_err(|_| Error::Overloaded {
-                message: "too many embedding requests in flight".into(),
-                retry_after_secs: 1,
-            })
+            .map_err(|_| embed_overloaded())
+    }
+
+    /// An embedding permit for a write: refused while only the searches'
+    /// reserved permits are left.
+    fn write_embed_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        if self.0.embed_permits.available_permits() <= SEARCH_RESERVED_PERMITS {
+            return Err(embed_overloaded());
+        }
+        self.embed_permit()
+    }
+}
+
+fn embed_overloaded() -> Error {
+    Error::Overloaded {
+        message: "too many embedding requests in flight".into(),
+        retry_after_secs: 1,
     }
 }

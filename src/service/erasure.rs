@@ -9,10 +9,12 @@
 //!    - the lexical index deletes the owner's documents and purges: tantivy
 //!      rewrites the segments that held them and deletes the old files, so the
 //!      deleted text is physically gone;
-//!    - the vector index deletes the owner's points and flushes. Known gap:
-//!      qdrant-edge 0.7.2 keeps deleted points' vectors (no text, no user id:
-//!      the payload holds only a hashed owner key) in its write-ahead log and
-//!      segment files until the index is rebuilt (`mnemo reindex`);
+//!    - the vector index deletes the owner's points, flushes, and purges:
+//!      the embedded engine rebuilds its shard into a fresh directory without
+//!      them and swaps it in (qdrant-edge 0.7.2 keeps deleted points' vectors
+//!      in its WAL and segment files otherwise; see `vector/edge/rebuild.rs`).
+//!      Payloads never held the user id or raw thread ids (hashed owner key,
+//!      keyed thread hashes);
 //!    - the store deletes the user's rows in one transaction — memories in
 //!      every status (pending candidates included), audit events with their
 //!      before/after text, their embedding-cache entries, threads
@@ -344,6 +346,8 @@ impl Engine {
         let vector_step = blocking(move || {
             let n = vectors.delete_owner(&owner)?;
             vectors.flush()?;
+            // Deleted points stay in the engine's files until this rebuild.
+            vectors.purge_deleted()?;
             Ok(n)
         });
         let store_step = async {
@@ -519,9 +523,12 @@ impl Engine {
 /// [`Engine::sweep_erasures`] every [`ERASURE_SWEEP_INTERVAL`]. What it
 /// deletes is what the recorded intent already promised to delete; every
 /// step is idempotent, so two nodes resuming the same intent is harmless.
+/// Each pass then prunes the change feed (`erasure_feed.rs`: entries every
+/// live node has applied, after a grace period).
 pub struct ErasureSweep {
     engine: Engine,
     every: Duration,
+    feed: crate::erasure_feed::FeedPruner,
 }
 
 impl ErasureSweep {
@@ -531,7 +538,11 @@ impl ErasureSweep {
 
     /// A sweep at another interval (tests).
     pub fn every(engine: Engine, every: Duration) -> Self {
-        ErasureSweep { engine, every }
+        ErasureSweep {
+            engine,
+            every,
+            feed: crate::erasure_feed::FeedPruner::new(crate::erasure_feed::FEED_PRUNE_GRACE),
+        }
     }
 }
 
@@ -546,6 +557,11 @@ impl crate::runner::PeriodicTask for ErasureSweep {
     }
 
     async fn run_once(&mut self) -> Result<()> {
-        self.engine.sweep_erasures().await.map(|_| ())
+        let swept = self.engine.sweep_erasures().await;
+        let pruned = self
+            .feed
+            .run_once(self.engine.store().as_ref(), self.engine.clock().now())
+            .await;
+        swept.and(pruned).map(|_| ())
     }
 }

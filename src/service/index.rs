@@ -33,7 +33,8 @@ impl Engine {
     /// already holds the truth and `reconcile` repairs the indexes.
     pub(crate) async fn index(&self, memories: &[Memory], vectors: Vec<Vec<f32>>, refresh: bool) {
         if let Err(e) = self.try_index(memories, vectors, refresh).await {
-            tracing::error!(error = %e, count = memories.len(), "index update failed; reconcile will repair it");
+            tracing::error!(error = %e, count = memories.len(), "index update failed; the repair loop will repair it");
+            crate::service::repair::note_index_failure();
         }
     }
 
@@ -90,7 +91,8 @@ impl Engine {
         })
         .await;
         if let Err(e) = r {
-            tracing::error!(error = %e, "index delete failed; reconcile will repair it");
+            tracing::error!(error = %e, "index delete failed; the repair loop will repair it");
+            crate::service::repair::note_index_failure();
         }
     }
 
@@ -107,7 +109,7 @@ impl Engine {
 
     /// Of index entries the store did not list as indexed, those it still
     /// does not index now (missing, or in a status indexes never hold).
-    async fn still_unindexed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>> {
+    pub(crate) async fn still_unindexed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>> {
         let mut gone = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(1000) {
             let found = self.0.store.get_many(chunk).await?;
@@ -223,17 +225,32 @@ impl Engine {
             vectors.clear()
         })
         .await?;
-        let mut after = None;
-        let mut done = 0;
-        loop {
-            let batch = self.0.store.scan_indexed(after, 512).await?;
-            let Some(last) = batch.last() else { break };
-            after = Some(last.id);
-            let vecs = self.embed_passages(&batch).await?;
-            self.try_index(&batch, vecs, false).await?;
-            done += batch.len();
-            progress(done, total);
-        }
+        // Reading and embedding the next batch overlaps with indexing this one.
+        let done = crate::service::ingest::pipeline(
+            |tx| async move {
+                let mut after = None;
+                loop {
+                    let batch = self.0.store.scan_indexed(after, 512).await?;
+                    let Some(last) = batch.last() else { break };
+                    after = Some(last.id);
+                    let vecs = self.embed_passages(&batch).await?;
+                    if tx.send((batch, vecs)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            },
+            |mut rx| async move {
+                let mut done = 0;
+                while let Some((batch, vecs)) = rx.recv().await {
+                    self.try_index(&batch, vecs, false).await?;
+                    done += batch.len();
+                    progress(done, total);
+                }
+                Ok(done)
+            },
+        )
+        .await?;
         self.commit().await?;
         self.optimize().await?;
         Ok(done)

@@ -22,17 +22,22 @@
 //! `keys.rs`, `cluster.rs` (the lexical follower). This file holds the
 //! engine, its parts and its construction.
 
+pub mod access;
 mod builder;
 pub mod cluster;
 mod context;
+mod document;
 mod embed;
 pub mod erasure;
 pub mod export;
 mod index;
+pub mod ingest;
 pub mod keys;
+pub mod quota;
 mod read;
 mod reference;
 mod remember;
+pub mod repair;
 mod review;
 mod search;
 mod write;
@@ -41,11 +46,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, Semaphore};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::clock::SharedClock;
@@ -53,7 +55,6 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::lexical::LexicalIndex;
 use crate::policy::Policy;
-use crate::runner::TaskCounters;
 use crate::store::{
     ChangeFeed, EmbeddingCache, JobStore, KeyStore, MemoryStore, StoreStats, ThreadStore,
 };
@@ -61,7 +62,7 @@ use crate::vector::VectorIndex;
 
 pub use builder::{EngineBuilder, Opened};
 pub use context::ContextRequest;
-pub(crate) use index::lexical_doc;
+pub(crate) use index::{lexical_doc, vector_point};
 pub use index::{IndexOptimizer, ReconcileReport};
 pub use read::next_page;
 pub use reference::{DocumentInput, DocumentReceipt};
@@ -145,13 +146,14 @@ struct Inner {
     clock: SharedClock,
     /// Bounds concurrent embedding work; beyond it callers get `Overloaded`.
     embed_permits: Arc<Semaphore>,
-    access_tx: mpsc::Sender<(Vec<Uuid>, DateTime<Utc>)>,
-    /// Stops the access recorder (at shutdown, after it drained its queue).
-    stop: CancellationToken,
-    recorder: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    access_tx: mpsc::Sender<crate::service::access::Access>,
     writes_since_optimize: AtomicUsize,
     /// "Forget all my data" jobs running on this node (`erasure.rs`).
     erasures: Arc<erasure::ErasureJobs>,
+    /// How far the index repair loop is (`repair.rs`).
+    repair: Arc<crate::service::repair::RepairStatus>,
+    /// Model calls per user in the last minute (`quota.rs`).
+    model_calls: Arc<crate::service::quota::ModelCallQuota>,
 }
 
 /// The memory engine. Cheap to clone; share it.
@@ -160,6 +162,11 @@ pub struct Engine(Arc<Inner>);
 
 /// Most embedding calls waiting or running at once before `Overloaded`.
 const EMBED_QUEUE: usize = 64;
+
+/// Of [`EMBED_QUEUE`], permits only searches may take: writes (a bulk
+/// ingest, many `POST /v1/memories` at once) are refused first, so they
+/// cannot turn searches away.
+pub const SEARCH_RESERVED_PERMITS: usize = 8;
 
 async fn blocking<T, F>(f: F) -> Result<T>
 where
@@ -175,9 +182,14 @@ impl Engine {
     /// Assembles an engine from its parts and starts its background tasks
     /// (access recording). Call [`Engine::reconcile`] before serving.
     pub fn new(parts: Parts) -> Self {
-        let (access_tx, access_rx) = mpsc::channel::<(Vec<Uuid>, DateTime<Utc>)>(1024);
-        let stop = CancellationToken::new();
-        let recorder = tokio::spawn(record_access(parts.store.clone(), access_rx, stop.clone()));
+        let (access_tx, access_rx) = mpsc::channel::<crate::service::access::Access>(1024);
+        tokio::spawn(crate::service::access::record(
+            parts.store.clone(),
+            access_rx,
+        ));
+        let model_calls = Arc::new(crate::service::quota::ModelCallQuota::new(
+            parts.policy.limits.model_calls_per_user_per_minute,
+        ));
         Engine(Arc::new(Inner {
             store: parts.store,
             lexical: parts.lexical,
@@ -187,10 +199,10 @@ impl Engine {
             clock: parts.clock,
             embed_permits: Arc::new(Semaphore::new(EMBED_QUEUE)),
             access_tx,
-            stop,
-            recorder: Mutex::new(Some(recorder)),
             writes_since_optimize: AtomicUsize::new(0),
             erasures: Default::default(),
+            repair: Default::default(),
+            model_calls,
         }))
     }
 
@@ -227,6 +239,16 @@ impl Engine {
         self.0.erasures.clone()
     }
 
+    /// How far the index repair loop is (`/readyz`, `/metrics`).
+    pub fn repair_status(&self) -> &Arc<crate::service::repair::RepairStatus> {
+        &self.0.repair
+    }
+
+    /// The per-user model-call quota (`quota.rs`).
+    pub fn model_calls(&self) -> &crate::service::quota::ModelCallQuota {
+        &self.0.model_calls
+    }
+
     /// How many embedding calls are queued or running (for `/metrics`).
     pub fn embedding_queue_depth(&self) -> usize {
         EMBED_QUEUE - self.0.embed_permits.available_permits()
@@ -248,12 +270,6 @@ impl Engine {
 
     /// Commits indexes and checkpoints the store; call at shutdown.
     pub async fn shutdown(&self) -> Result<()> {
-        self.0.stop.cancel();
-        let recorder = self.0.recorder.lock().take();
-        if let Some(recorder) = recorder {
-            // The accesses already queued are recorded before the store closes.
-            recorder.await.ok();
-        }
         self.commit().await?;
         self.0.store.close().await
     }
@@ -291,34 +307,5 @@ impl Engine {
     /// The change feed and the cluster's node registry.
     pub fn feed(&self) -> &dyn ChangeFeed {
         self.0.store.as_ref()
-    }
-}
-
-/// The access recorder: records the hits searches return, off the request
-/// path, batch by batch (`access-recorder` on `/metrics`). Cancelled at
-/// shutdown, it records what is queued and returns.
-async fn record_access(
-    store: Arc<dyn MemoryStore>,
-    mut queue: mpsc::Receiver<(Vec<Uuid>, DateTime<Utc>)>,
-    stop: CancellationToken,
-) {
-    let counters = TaskCounters::of("access-recorder");
-    let mut closing = false;
-    loop {
-        let next = tokio::select! {
-            next = queue.recv() => next,
-            _ = stop.cancelled(), if !closing => {
-                queue.close();
-                closing = true;
-                continue;
-            }
-        };
-        let Some((ids, at)) = next else { break };
-        let started = std::time::Instant::now();
-        let result = store.record_access(&ids, at).await;
-        counters.record(started.elapsed(), result.is_err());
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "recording access failed");
-        }
     }
 }

@@ -7,9 +7,8 @@ use uuid::Uuid;
 
 use super::Engine;
 use crate::domain::validate::validate_id;
-use crate::domain::{Actor, Kind, Memory, NewMemory, Status, Tier};
+use crate::domain::{Actor, Kind, NewMemory, Tier};
 use crate::error::{Error, Result};
-use crate::store::{AuditAction, ListQuery};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DocumentInput {
@@ -66,7 +65,6 @@ impl Engine {
                 ),
             });
         }
-        let replaced = self.delete_document_chunks(actor, &document_id).await?;
         let items = chunks
             .into_iter()
             .enumerate()
@@ -91,7 +89,8 @@ impl Engine {
                 }
             })
             .collect();
-        let added = self.add(actor, items, true).await?;
+        // One transaction: new chunks in, every live old chunk out (document.rs).
+        let (added, replaced) = self.replace_document(actor, &document_id, items).await?;
         Ok(DocumentReceipt {
             document_id,
             chunk_ids: added.into_iter().map(|m| m.id).collect(),
@@ -113,38 +112,7 @@ impl Engine {
     }
 
     async fn delete_document_chunks(&self, actor: &Actor, document_id: &str) -> Result<usize> {
-        let mut n = 0;
-        loop {
-            let chunks = self
-                .0
-                .store
-                .list(&ListQuery {
-                    tenant_id: actor.tenant_id.clone(),
-                    tier: Some(Tier::Reference),
-                    document_id: Some(document_id.to_string()),
-                    limit: 500,
-                    ..Default::default()
-                })
-                .await?;
-            let live: Vec<Memory> = chunks
-                .into_iter()
-                .filter(|m| m.status.is_indexed())
-                .collect();
-            if live.is_empty() {
-                return Ok(n);
-            }
-            for m in live {
-                self.transition(
-                    actor,
-                    m.id,
-                    &[],
-                    Status::Deleted,
-                    AuditAction::Delete,
-                    false,
-                )
-                .await?;
-                n += 1;
-            }
-        }
+        // An empty replacement: every live chunk out, in one transaction.
+        Ok(self.replace_document(actor, document_id, vec![]).await?.1)
     }
 }

@@ -155,6 +155,7 @@ impl Engine {
             .into_iter()
             .map(|n| self.prepare(actor, n, now))
             .collect::<Result<Vec<_>>>()?;
+        self.check_memory_quotas(&memories).await?;
         let vectors = self.embed_passages_from(&memories, from_thread).await?;
         let lc = &policy.lifecycle;
 
@@ -319,14 +320,14 @@ impl Engine {
             .iter()
             .map(|id| batch.changed[id].clone())
             .collect();
-        let (inserts, mut vecs): (Vec<Memory>, Vec<Vec<f32>>) = batch.inserts.into_iter().unzip();
+        let (inserts, vecs): (Vec<Memory>, Vec<Vec<f32>>) = batch.inserts.into_iter().unzip();
         self.store()
             .write(&inserts, &changes, &batch.events, from_thread)
             .await?;
         let changed: Vec<Memory> = changes.into_iter().map(|(m, _)| m).collect();
-        vecs.extend(self.embed_passages_from(&changed, from_thread).await?);
         let all: Vec<Memory> = inserts.into_iter().chain(changed).collect();
-        self.index(&all, vecs, refresh).await;
+        // Committed: from here on nothing fails the write (repair.rs).
+        self.index_committed(&all, vecs, from_thread, refresh).await;
         let by_id: HashMap<Uuid, &Memory> = all.iter().map(|m| (m.id, m)).collect();
         Ok(results
             .into_iter()

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::{blocking, Engine};
 use crate::domain::ranking::{self, Candidates, Hit, RankingParams};
+use crate::domain::rerank::{self, QueryTerms};
 use crate::domain::validate::validate_text;
 use crate::domain::Scope;
 use crate::error::{Error, Result};
@@ -122,19 +123,21 @@ impl Engine {
 
         let lexical_leg = async {
             if req.legs == Legs::Vector {
-                return Ok((Vec::new(), 0.0));
+                return Ok((Vec::new(), 0.0, None));
             }
             let lexical = self.0.lexical.clone();
             let (q, f) = (query.clone(), filter.clone());
             blocking(move || {
                 let t = Instant::now();
-                Ok((lexical.search(&q, &f, n)?, ms_since(t)))
+                let hits = lexical.search(&q, &f, n)?;
+                let terms = lexical.query_terms(&q)?;
+                Ok((hits, ms_since(t), terms))
             })
             .await
         };
         let vector_leg = async {
             if req.legs == Legs::Lexical {
-                return Ok((Vec::new(), 0.0, 0.0));
+                return Ok((Vec::new(), 0.0, 0.0, 1.0));
             }
             let _permit = self.embed_permit()?;
             let embedder = self.0.embedder.clone();
@@ -148,17 +151,21 @@ impl Engine {
                 let t = Instant::now();
                 let mut hits = vectors.search(&v, &f, n)?;
                 hits.retain(|(_, s)| *s >= min_sim);
-                Ok((hits, embed_ms, ms_since(t)))
+                Ok((hits, embed_ms, ms_since(t), embedder.known_token_share(&q)))
             })
             .await
         };
         let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
-        let (lexical, lexical_ms): (Candidates, f64) = lexical?;
-        let (vector, embed_ms, vector_ms): (Candidates, f64, f64) = vector?;
+        let (lexical, lexical_ms, terms): (Candidates, f64, Option<QueryTerms>) = lexical?;
+        let (vector, embed_ms, vector_ms, vector_confidence): (Candidates, f64, f64, f32) = vector?;
 
         let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
         let t = Instant::now();
-        let fused = ranking::fuse(&lexical, &vector, params.fusion);
+        let scales = ranking::QueryScales {
+            lexical_full_match: terms.as_ref().map(|t| t.full_match_score),
+            vector_confidence,
+        };
+        let fused = ranking::fuse_scaled(&lexical, &vector, params.fusion, scales);
         let fuse_ms = ms_since(t);
         let t = Instant::now();
         let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
@@ -180,6 +187,7 @@ impl Engine {
         let hydrate_ms = ms_since(t);
         let t = Instant::now();
         let use_decay = req.decay;
+        let window = params.rerank.map_or(top_k, |r| r.depth.max(top_k));
         let hits = ranking::rank(
             fused,
             &memories,
@@ -192,8 +200,15 @@ impl Engine {
                     None
                 }
             },
-            top_k,
+            window,
         );
+        let mut hits = match (&params.rerank, &terms) {
+            (Some(r), Some(terms)) => {
+                rerank::rerank(hits, terms, crate::lexical::analyzer::analyze, r)
+            }
+            _ => hits,
+        };
+        hits.truncate(top_k);
         let rank_ms = ms_since(t);
         if req.record_access && !hits.is_empty() {
             let ids = hits.iter().map(|h| h.memory.id).collect();

@@ -227,8 +227,8 @@ impl Engine {
             .update(&[(new.clone(), old.version)], &[event])
             .await?;
         if to.is_indexed() {
-            let vectors = self.embed_passages(std::slice::from_ref(&new)).await?;
-            self.index(std::slice::from_ref(&new), vectors, refresh)
+            // Committed: from here on nothing fails the move (repair.rs).
+            self.index_committed(std::slice::from_ref(&new), vec![], None, refresh)
                 .await;
         } else {
             self.unindex(vec![id], refresh).await;

@@ -294,6 +294,9 @@ pub trait Memories: Send + Sync {
         text_sha256: &str,
     ) -> Result<Vec<Memory>>;
     async fn stats(&self) -> Result<StoreStats>;
+    /// How many memories (any status, until purged) a user holds: the
+    /// `limits.max_memories_per_user` quota.
+    async fn count_user_memories(&self, tenant_id: &str, user_id: &str) -> Result<u64>;
 }
 
 /// Passage embeddings of stored texts, per owner and model.
@@ -507,6 +510,14 @@ pub trait ChangeFeed: Send + Sync {
     async fn node_heartbeat(&self, node_id: &str, applied: i64, at: DateTime<Utc>) -> Result<()>;
     /// Removes a node from the registry (clean shutdown).
     async fn remove_node(&self, node_id: &str) -> Result<()>;
+    /// Deletes the changes at positions up to `up_to` that every node alive
+    /// since `live_since` has applied (all of them up to `up_to` when no node
+    /// is alive); returns how many. Safe because a node that starts (or
+    /// restarts) follows the feed from its head after reconciling, never from
+    /// an older cursor: the caller passes an `up_to` read long enough ago that
+    /// a starting node read a head at or above it (see
+    /// [`crate::erasure_feed::FeedPruner`]).
+    async fn prune_index_changes(&self, up_to: i64, live_since: DateTime<Utc>) -> Result<u64>;
     /// The nodes alive since `live_since`, and which of them have not yet
     /// applied the latest erasure of `owner_key`.
     async fn erasure_progress(

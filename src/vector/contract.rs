@@ -332,8 +332,9 @@ pub(crate) fn empty_clauses_statuses_or_kinds_return_nothing(make: &dyn Fn(usize
         ..full.clone()
     };
     assert!(idx.search(&[1.0, 0.0], &no_kinds, 5).unwrap().is_empty());
-    assert!(keyword_filter(&no_clauses).is_none());
-    assert!(keyword_filter(&full).is_some());
+    let key = crate::vector::PayloadKey::random();
+    assert!(keyword_filter(&no_clauses, &key).is_none());
+    assert!(keyword_filter(&full, &key).is_some());
 }
 
 pub(crate) fn delete_and_delete_owner_leave_the_others_alone(make: &dyn Fn(usize) -> Fixture) {

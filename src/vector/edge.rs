@@ -4,9 +4,14 @@
 //! config) with a single unnamed dense vector of `dim` dimensions compared by
 //! cosine, and one point per memory (point id = memory UUID). The payload is
 //! `owner` (keyword, tenant index: the user isolation key), `tier`,
-//! `thread_id` (absent when none), `status`, `kind` (keywords, indexed),
-//! `created_at_ms`, `version` (integers) and `importance` (float). `clear`
-//! deletes the directory and starts it afresh, so keep nothing else in it.
+//! `thread_id` (keyed hash, absent when none, see [`PayloadKey`]), `status`,
+//! `kind` (keywords, indexed), `created_at_ms`, `version` (integers) and
+//! `importance` (float). Beside the shard: `payload.key` (the thread hash
+//! key; an index without one was written before hashing and is migrated by a
+//! rebuild at open) and `purge.pending` (an owner was deleted since the last
+//! rebuild). `clear` deletes the directory and starts it afresh (keeping the
+//! key), so keep nothing else in it; a rebuild uses the siblings
+//! `<dir>.next` and `<dir>.old`.
 //!
 //! **Threading.** The engine is synchronous and `Send + Sync`; every method
 //! blocks. Searches, counts and scrolls run concurrently with each other and
@@ -23,8 +28,11 @@
 //! only once `flush` returns (qdrant-edge 0.7.2 does not replay its WAL on
 //! load: an unflushed write is lost in a crash). The index is derived from
 //! the store, so a lost write is repaired by reconciling `entries` versions.
-//! The engine never truncates its WAL, so old payloads and vectors of deleted
-//! points remain in `wal/` until `clear`.
+//! The engine never truncates its WAL and keeps deleted points in its
+//! segments; [`rebuild`] is how both are reclaimed: `purge_deleted` (after an
+//! erasure) rebuilds when an owner was deleted, and `optimize` rebuilds once
+//! the WAL passes [`WAL_REBUILD_FLOOR_BYTES`] and twice the live data, so the
+//! WAL stays bounded under continuous writes.
 //!
 //! Search is exact (brute force over the filtered points) until `optimize`
 //! builds HNSW for segments above the engine's indexing threshold (10 MB of
@@ -32,41 +40,71 @@
 //! exact even then. Searches enable ACORN, so HNSW keeps its recall under
 //! selective filters (without it, a filtered top-10 could return 1 hit).
 
+mod rebuild;
+
+use std::collections::HashSet;
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use qdrant_edge::{
     AcornSearchParams, Condition, CountRequest, Distance, EdgeConfig, EdgeOptimizersConfig,
     EdgeShard, EdgeVectorParams, FieldCondition, Filter, HnswIndexConfig, JsonPath,
     KeywordIndexParams, Match, NamedQuery, PayloadFieldSchema, PayloadSchemaParams, PointId,
     PointInsertOperations, PointOperations, PointStruct, QueryEnum, QueryRequest, ScoringQuery,
-    ScrollRequest, SearchParams, UpdateOperation, WithPayloadInterface, WithVector,
+    ScrollRequest, SearchParams, UpdateOperation, WalOptions, WithPayloadInterface, WithVector,
     DEFAULT_VECTOR_NAME,
 };
 use qdrant_edge::{CreateIndex, FieldIndexOperations};
 use uuid::Uuid;
 
+pub use self::rebuild::RebuildStats;
+use self::rebuild::{dir_bytes, Payloads};
 use super::{
-    check_points_dim, check_query_dim, keyword_filter, payload_json, VectorIndex, VectorPoint,
-    F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
+    check_points_dim, check_query_dim, keyword_filter, payload_json, PayloadKey, VectorIndex,
+    VectorPoint, F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
 };
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
 
-/// Page size of the scroll behind `entries`.
+/// Page size of the scroll behind `entries` and rebuilds.
 const SCROLL_PAGE: usize = 1024;
+
+/// The file beside the shard that holds its [`PayloadKey`].
+const KEY_FILE: &str = "payload.key";
+
+/// Present while an owner's points were deleted and the shard not yet
+/// rebuilt: `purge_deleted` rebuilds only then, so a second erasure of the
+/// same user (or a resumed one) costs nothing, and a crash between the
+/// delete and the rebuild still leads to one.
+const PURGE_PENDING: &str = "purge.pending";
+
+/// `optimize` rebuilds the shard (see [`rebuild`]) once the WAL holds more
+/// than this many bytes and more than twice the live points' size, so the WAL
+/// stays within about twice the live data plus this floor.
+const WAL_REBUILD_FLOOR_BYTES: u64 = 64 << 20;
 
 /// The embedded Qdrant vector index. See the module docs.
 pub struct EdgeVectorIndex {
     dir: PathBuf,
     dim: usize,
     tuning: Tuning,
+    /// Hashes thread ids in payloads and filters; kept in [`KEY_FILE`].
+    key: PayloadKey,
     /// `None` only after a `clear` that failed to recreate the shard.
     shard: RwLock<Option<EdgeShard>>,
     writes: RwLock<()>,
+    /// Held by a rebuild (one at a time) and by `clear`.
+    rebuilding: Mutex<()>,
+    /// While a rebuild copies: the ids written since it started.
+    touched: Mutex<Option<HashSet<Uuid>>>,
+    /// WAL size above which `optimize` rebuilds (with the live-size rule).
+    wal_floor_bytes: u64,
+    /// Counts `delete_owner` calls that deleted something, so a rebuild
+    /// knows whether one happened while it copied.
+    owner_deletes: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for EdgeVectorIndex {
@@ -104,8 +142,8 @@ fn owner_filter(owner: &Owner) -> Filter {
 
 /// Translates an [`IndexFilter`] into the engine's filter, or `None` when it
 /// can match nothing.
-fn translate_filter(filter: &IndexFilter) -> Option<Filter> {
-    let kf = keyword_filter(filter)?;
+fn translate_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<Filter> {
+    let kf = keyword_filter(filter, key)?;
     let clauses = kf
         .clauses
         .iter()
@@ -125,6 +163,31 @@ fn translate_filter(filter: &IndexFilter) -> Option<Filter> {
         must: Some(must),
         ..Filter::default()
     })
+}
+
+/// The ids of an owner's points.
+fn owner_ids(shard: &EdgeShard, owner: &Owner) -> Result<Vec<Uuid>> {
+    let mut out = Vec::new();
+    let mut offset = None;
+    loop {
+        let (records, next) = shard
+            .scroll(ScrollRequest {
+                offset,
+                limit: Some(SCROLL_PAGE),
+                filter: Some(owner_filter(owner)),
+                with_payload: Some(WithPayloadInterface::Bool(false)),
+                with_vector: WithVector::Bool(false),
+                order_by: None,
+            })
+            .map_err(|e| engine("listing an owner's points", e))?;
+        for r in records {
+            out.push(point_uuid(r.id)?);
+        }
+        match next {
+            Some(n) => offset = Some(n),
+            None => return Ok(out),
+        }
+    }
 }
 
 fn point_uuid(id: PointId) -> Result<Uuid> {
@@ -169,14 +232,67 @@ impl EdgeVectorIndex {
         if dim == 0 {
             return Err(Error::Vector("vector dimension must be positive".into()));
         }
-        let shard = open_shard(dir, dim, tuning)?;
-        Ok(EdgeVectorIndex {
+        rebuild::recover(dir)?;
+        let shard = open_shard(dir, dim, shard_config(dim, tuning))?;
+        let key_path = dir.join(KEY_FILE);
+        let stored = PayloadKey::load(&key_path)?;
+        let migrate = stored.is_none() && shard.info().points_count > 0;
+        let key = stored.unwrap_or_else(PayloadKey::random);
+        let index = EdgeVectorIndex {
             dir: dir.to_path_buf(),
             dim,
             tuning,
+            key,
             shard: RwLock::new(Some(shard)),
             writes: RwLock::new(()),
-        })
+            rebuilding: Mutex::new(()),
+            touched: Mutex::new(None),
+            wal_floor_bytes: WAL_REBUILD_FLOOR_BYTES,
+            owner_deletes: Default::default(),
+        };
+        if migrate {
+            // Written before payloads were hashed: rebuild with hashed thread
+            // ids (the new directory gets the key; a crash before the swap
+            // leaves the old one, migrated again at the next open).
+            let stats = index.rebuild(Payloads::HashThreads)?;
+            tracing::info!(
+                points = stats.points,
+                "vector payloads migrated to hashed thread ids"
+            );
+        } else if !key_path.exists() {
+            index.key.save(&key_path)?;
+        }
+        Ok(index)
+    }
+
+    /// Rebuilds the shard without its deleted points (see [`rebuild`]).
+    pub fn rebuild_now(&self) -> Result<RebuildStats> {
+        self.rebuild(Payloads::Keep)
+    }
+
+    /// Bytes of the shard's WAL files.
+    pub fn wal_bytes(&self) -> u64 {
+        dir_bytes(&self.dir.join("wal"))
+    }
+
+    /// Whether the WAL has grown past its bound (see
+    /// [`WAL_REBUILD_FLOOR_BYTES`]).
+    fn wal_over_bound(&self) -> Result<bool> {
+        let wal = self.wal_bytes();
+        if wal <= self.wal_floor_bytes {
+            return Ok(false);
+        }
+        let points = self.with_shard(|shard| Ok(shard.info().points_count))? as u64;
+        // A point's WAL record: its vector and a payload of ~200 bytes.
+        let live = points * (self.dim as u64 * 4 + 256);
+        Ok(wal > 2 * live)
+    }
+
+    /// Records ids written while a rebuild copies.
+    fn touch(&self, ids: impl IntoIterator<Item = Uuid>) {
+        if let Some(set) = self.touched.lock().as_mut() {
+            set.extend(ids);
+        }
     }
 
     /// The directory the index lives in.
@@ -207,13 +323,28 @@ struct Tuning {
     indexing_threshold_kb: Option<usize>,
     /// KB of filtered vectors below which a search is exact despite HNSW.
     full_scan_threshold_kb: Option<usize>,
+    /// KB of one WAL segment file (preallocated); [`WAL_SEGMENT_BYTES`]
+    /// when `None`.
+    wal_segment_kb: Option<usize>,
 }
 
+/// The WAL's segment files are preallocated at this size (the engine's
+/// default, 32 MiB, and one more queued, made an empty data directory hold
+/// 64 MiB of WAL).
+const WAL_SEGMENT_BYTES: usize = 8 << 20;
+
 fn shard_config(dim: usize, tuning: Tuning) -> EdgeConfig {
-    let mut builder = EdgeConfig::builder().vector(
-        DEFAULT_VECTOR_NAME,
-        EdgeVectorParams::builder(dim, Distance::Cosine).build(),
-    );
+    let mut builder = EdgeConfig::builder()
+        .vector(
+            DEFAULT_VECTOR_NAME,
+            EdgeVectorParams::builder(dim, Distance::Cosine).build(),
+        )
+        .wal_options(WalOptions {
+            segment_capacity: tuning
+                .wal_segment_kb
+                .map_or(WAL_SEGMENT_BYTES, |kb| kb << 10),
+            ..WalOptions::default()
+        });
     if let Some(kb) = tuning.indexing_threshold_kb {
         builder = builder.optimizers(EdgeOptimizersConfig {
             indexing_threshold: Some(kb),
@@ -234,7 +365,8 @@ fn has_shard_files(dir: &Path) -> bool {
         || std::fs::read_dir(dir.join("segments")).is_ok_and(|mut d| d.next().is_some())
 }
 
-fn open_shard(dir: &Path, dim: usize, tuning: Tuning) -> Result<EdgeShard> {
+/// Opens the shard in `dir`, or creates one with `new_config`.
+fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<EdgeShard> {
     std::fs::create_dir_all(dir).map_err(|e| {
         Error::Vector(format!(
             "cannot create vector index directory {}: {e}",
@@ -245,7 +377,7 @@ fn open_shard(dir: &Path, dim: usize, tuning: Tuning) -> Result<EdgeShard> {
     let shard = if has_shard_files(dir) {
         EdgeShard::load(dir, None).map_err(|e| engine(&context, e))?
     } else {
-        EdgeShard::new(dir, shard_config(dim, tuning)).map_err(|e| engine(&context, e))?
+        EdgeShard::new(dir, new_config).map_err(|e| engine(&context, e))?
     };
     {
         let config = shard.config();
@@ -296,10 +428,11 @@ impl VectorIndex for EdgeVectorIndex {
             return Ok(());
         }
         check_points_dim(&points, self.dim)?;
+        let ids: Vec<Uuid> = points.iter().map(|p| p.id).collect();
         let points = points
             .into_iter()
             .map(|p| {
-                let payload = payload_json(&p);
+                let payload = payload_json(&p, &self.key);
                 PointStruct::new(PointId::Uuid(p.id), p.vector, payload).into()
             })
             .collect();
@@ -308,7 +441,9 @@ impl VectorIndex for EdgeVectorIndex {
         ));
         self.with_shard(|shard| {
             let _w = self.writes.read();
-            Self::update(shard, op, "upserting points")
+            let r = Self::update(shard, op, "upserting points");
+            self.touch(ids);
+            r
         })
     }
 
@@ -316,11 +451,14 @@ impl VectorIndex for EdgeVectorIndex {
         if ids.is_empty() {
             return Ok(());
         }
+        let touched = ids.to_vec();
         let ids = ids.iter().map(|id| PointId::Uuid(*id)).collect();
         let op = UpdateOperation::PointOperation(PointOperations::DeletePoints { ids });
         self.with_shard(|shard| {
             let _w = self.writes.read();
-            Self::update(shard, op, "deleting points")
+            let r = Self::update(shard, op, "deleting points");
+            self.touch(touched);
+            r
         })
     }
 
@@ -335,6 +473,20 @@ impl VectorIndex for EdgeVectorIndex {
                 })
                 .map_err(|e| engine("counting an owner's points", e))?;
             if count > 0 {
+                // Recorded before the delete: a crash after it still purges.
+                std::fs::write(self.dir.join(PURGE_PENDING), b"").map_err(|e| {
+                    Error::Vector(format!(
+                        "cannot mark {} for purging: {e}",
+                        self.dir.display()
+                    ))
+                })?;
+                self.owner_deletes
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if self.touched.lock().is_some() {
+                    // A rebuild is copying: it must learn which ids go.
+                    let ids = owner_ids(shard, owner)?;
+                    self.touch(ids);
+                }
                 let op = UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(
                     owner_filter(owner),
                 ));
@@ -351,7 +503,7 @@ impl VectorIndex for EdgeVectorIndex {
         limit: usize,
     ) -> Result<Vec<(Uuid, f32)>> {
         check_query_dim(vector, self.dim)?;
-        let Some(filter) = translate_filter(filter) else {
+        let Some(filter) = translate_filter(filter, &self.key) else {
             return Ok(Vec::new());
         };
         if limit == 0 {
@@ -422,6 +574,37 @@ impl VectorIndex for EdgeVectorIndex {
         })
     }
 
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let point_ids: Vec<PointId> = ids.iter().map(|id| PointId::Uuid(*id)).collect();
+        let records = self.with_shard(|shard| {
+            shard
+                .retrieve(
+                    &point_ids,
+                    Some(WithPayloadInterface::Fields(vec![key(F_VERSION)])),
+                    Some(WithVector::Bool(false)),
+                )
+                .map_err(|e| engine("retrieving points", e))
+        })?;
+        records
+            .into_iter()
+            .map(|r| {
+                let id = point_uuid(r.id)?;
+                let version = r
+                    .payload
+                    .as_ref()
+                    .and_then(|p| p.0.get(F_VERSION))
+                    .and_then(serde_json::Value::as_i64)
+                    .ok_or_else(|| {
+                        Error::Vector(format!("point {id} has no integer `version` payload"))
+                    })?;
+                Ok((id, version))
+            })
+            .collect()
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         self.with_shard(|shard| {
             shard
@@ -455,10 +638,29 @@ impl VectorIndex for EdgeVectorIndex {
                 .optimize()
                 .map(|_| ())
                 .map_err(|e| engine("optimizing", e))
-        })
+        })?;
+        if self.wal_over_bound()? {
+            let stats = self.rebuild(Payloads::Keep)?;
+            tracing::info!(
+                points = stats.points,
+                bytes_before = stats.bytes_before,
+                bytes_after = stats.bytes_after,
+                "vector index rebuilt to bound its WAL"
+            );
+        }
+        Ok(())
+    }
+
+    fn purge_deleted(&self) -> Result<u64> {
+        if !self.dir.join(PURGE_PENDING).exists() {
+            return Ok(0);
+        }
+        let stats = self.rebuild(Payloads::Keep)?;
+        Ok(stats.bytes_before)
     }
 
     fn clear(&self) -> Result<()> {
+        let _one = self.rebuilding.lock();
         let mut guard = self.shard.write();
         // Dropping the shard flushes it and releases the WAL lock.
         drop(guard.take());
@@ -471,11 +673,12 @@ impl VectorIndex for EdgeVectorIndex {
         };
         // Reopen whatever is there, even after a failed removal, so the index
         // stays usable; report the first failure.
-        let reopened = open_shard(&self.dir, self.dim, self.tuning);
+        let reopened = open_shard(&self.dir, self.dim, shard_config(self.dim, self.tuning));
         match reopened {
             Ok(shard) => {
                 *guard = Some(shard);
-                removed
+                // The key outlives a clear: filters already hold it.
+                removed.and_then(|()| self.key.save(&self.dir.join(KEY_FILE)))
             }
             Err(e) => Err(removed.err().unwrap_or(e)),
         }
@@ -640,6 +843,7 @@ mod tests {
         let tuning = Tuning {
             indexing_threshold_kb: Some(1),
             full_scan_threshold_kb: Some(1),
+            ..Tuning::default()
         };
         let idx = EdgeVectorIndex::open_with(dir.path(), 16, tuning).unwrap();
         let mut rng = StdRng::seed_from_u64(5);
@@ -760,20 +964,6 @@ mod tests {
         sorted_us[((sorted_us.len() as f64 - 1.0) * p).round() as usize]
     }
 
-    fn dir_size(path: &Path) -> u64 {
-        std::fs::read_dir(path)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| match e.metadata() {
-                        Ok(m) if m.is_dir() => dir_size(&e.path()),
-                        Ok(m) => m.len(),
-                        Err(_) => 0,
-                    })
-                    .sum()
-            })
-            .unwrap_or(0)
-    }
-
     /// Figures, not a test: `cargo test --lib vector::edge::tests::bench -- --ignored --nocapture`.
     #[test]
     #[ignore]
@@ -863,8 +1053,8 @@ mod tests {
         run("after optimize");
         println!(
             "disk: wal {} MB, segments {} MB",
-            dir_size(&dir.path().join("wal")) / 1_000_000,
-            dir_size(&dir.path().join("segments")) / 1_000_000
+            dir_bytes(&dir.path().join("wal")) / 1_000_000,
+            dir_bytes(&dir.path().join("segments")) / 1_000_000
         );
     }
 }

@@ -12,6 +12,7 @@
 //! - Methods are synchronous and may block: call them off the async runtime.
 
 pub mod edge;
+pub mod payload_key;
 pub mod qdrant;
 
 #[cfg(test)]
@@ -26,6 +27,7 @@ use crate::domain::scope::IndexFilter;
 use crate::domain::{Kind, Owner, Status, Tier};
 use crate::error::Result;
 
+pub use self::payload_key::PayloadKey;
 pub use self::qdrant::{CollectionLayout, QdrantServerConfig, QdrantServerIndex};
 
 /// Where the vectors live.
@@ -70,6 +72,17 @@ pub trait VectorIndex: Send + Sync {
     ) -> Result<Vec<(Uuid, f32)>>;
     /// Every point as (id, version).
     fn entries(&self) -> Result<Vec<(Uuid, i64)>>;
+    /// The versions of the points among `ids` that exist (the repair loop's
+    /// check by id and version, `repair.rs`). The default scans `entries`;
+    /// backends override it with a lookup by id.
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        let wanted: std::collections::HashSet<&Uuid> = ids.iter().collect();
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|(id, _)| wanted.contains(id))
+            .collect())
+    }
     /// How many points an owner has (for erasure verification).
     fn count_owner(&self, owner: &Owner) -> Result<usize>;
     /// Makes every write so far durable.
@@ -79,6 +92,14 @@ pub trait VectorIndex: Send + Sync {
     fn optimize(&self) -> Result<()>;
     /// Removes every point (used by `reindex`).
     fn clear(&self) -> Result<()>;
+    /// Makes deleted points physically gone from the files this process
+    /// owns, once an owner's points were deleted (an erasure): returns how
+    /// many bytes of old index files it removed, 0 when there was nothing to
+    /// purge or the files are not ours (the Qdrant server's WAL and segments
+    /// are its operator's, see README "Erasure").
+    fn purge_deleted(&self) -> Result<u64> {
+        Ok(0)
+    }
 }
 
 /// Connects to a Qdrant server as the vector index (creating the collection
@@ -122,9 +143,9 @@ pub(crate) const F_IMPORTANCE: &str = "importance";
 pub(crate) const F_VERSION: &str = "version";
 
 /// A point's payload as JSON: `owner`, `tier`, `status`, `kind` (keywords),
-/// `thread_id` (absent when none), `created_at_ms`, `version` (integers) and
-/// `importance` (float).
-pub(crate) fn payload_json(p: &VectorPoint) -> serde_json::Value {
+/// `thread_id` (hashed with `key`, absent when none), `created_at_ms`,
+/// `version` (integers) and `importance` (float).
+pub(crate) fn payload_json(p: &VectorPoint, key: &PayloadKey) -> serde_json::Value {
     let mut v = json!({
         F_OWNER: p.owner.as_str(),
         F_TIER: p.tier.as_str(),
@@ -135,12 +156,13 @@ pub(crate) fn payload_json(p: &VectorPoint) -> serde_json::Value {
         F_VERSION: p.version,
     });
     if let Some(thread) = &p.thread_id {
-        v[F_THREAD] = json!(thread);
+        v[F_THREAD] = json!(key.thread(&p.owner, thread));
     }
     v
 }
 
-/// An [`IndexFilter`] reduced to keyword matches, which each backend writes
+/// An [`IndexFilter`] reduced to keyword matches (thread ids hashed as in
+/// [`payload_json`]), which each backend writes
 /// in its own filter types: a point passes when it matches every key of at
 /// least one clause, and one of the values of every `any_of` key.
 #[derive(Clone, Debug, PartialEq)]
@@ -151,7 +173,7 @@ pub(crate) struct KeywordFilter {
 
 /// `None` when the filter can match nothing (no clauses, no statuses, or an
 /// empty kind list): an empty `should` or `any` must never reach an engine.
-pub(crate) fn keyword_filter(filter: &IndexFilter) -> Option<KeywordFilter> {
+pub(crate) fn keyword_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<KeywordFilter> {
     if filter.clauses.is_empty()
         || filter.statuses.is_empty()
         || filter.kinds.as_ref().is_some_and(|k| k.is_empty())
@@ -167,7 +189,7 @@ pub(crate) fn keyword_filter(filter: &IndexFilter) -> Option<KeywordFilter> {
                 (F_TIER, c.tier.as_str().to_string()),
             ];
             if let Some(thread) = &c.thread_id {
-                must.push((F_THREAD, thread.clone()));
+                must.push((F_THREAD, key.thread(&c.owner, thread)));
             }
             must
         })

@@ -15,7 +15,12 @@
 //! graph stays (`m` = 16, not 0) because a search covers *two* owners, the
 //! user and the tenant's reference memory, in one `should` filter.
 //! `tier`, `thread_id`, `status` and `kind` have keyword indexes for
-//! filtering only (`enable_hnsw: false`), as in the embedded index.
+//! filtering only (`enable_hnsw: false`), as in the embedded index. The
+//! `thread_id` payload is hashed ([`PayloadKey`], keyed by the collection
+//! name so every node agrees): the raw, client-chosen id never reaches the
+//! server. What the server keeps of deleted points (its WAL, segments not yet
+//! vacuumed, snapshots) is under its operator's control: `purge_deleted` is
+//! a no-op here, see README "Erasure".
 //!
 //! **Semantics.** Searches filter inside Qdrant (never post-filter) with the
 //! same translation as the embedded index, with ACORN on. Writes wait for the
@@ -55,8 +60,8 @@ use qdrant_client::{Payload, Qdrant, QdrantError};
 use uuid::Uuid;
 
 use super::{
-    check_points_dim, check_query_dim, keyword_filter, payload_json, VectorIndex, VectorPoint,
-    F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
+    check_points_dim, check_query_dim, keyword_filter, payload_json, PayloadKey, VectorIndex,
+    VectorPoint, F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
 };
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
@@ -132,6 +137,9 @@ pub struct QdrantServerIndex {
     collection: String,
     layout: CollectionLayout,
     dim: usize,
+    /// Hashes thread ids in payloads and filters (derived from the
+    /// collection name, so every node sharing it agrees).
+    key: PayloadKey,
 }
 
 impl std::fmt::Debug for QdrantServerIndex {
@@ -166,8 +174,8 @@ fn owner_filter(owner: &Owner) -> Filter {
 
 /// Translates an [`IndexFilter`] into a Qdrant filter, or `None` when it can
 /// match nothing (as in the embedded index).
-fn translate_filter(filter: &IndexFilter) -> Option<Filter> {
-    let kf = keyword_filter(filter)?;
+fn translate_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<Filter> {
+    let kf = keyword_filter(filter, key)?;
     let clauses = kf
         .clauses
         .iter()
@@ -253,6 +261,7 @@ impl QdrantServerIndex {
             collection: config.collection.clone(),
             layout: config.layout,
             dim,
+            key: PayloadKey::derived(&config.collection),
         };
         index.ensure_collection(replace)?;
         Ok(index)
@@ -476,7 +485,7 @@ impl VectorIndex for QdrantServerIndex {
         let points = points
             .into_iter()
             .map(|p| {
-                let payload = Payload::try_from(payload_json(&p))
+                let payload = Payload::try_from(payload_json(&p, &self.key))
                     .map_err(|e| Error::internal(format!("building a point payload: {e}")))?;
                 Ok(PointStruct::new(p.id, p.vector, payload))
             })
@@ -531,7 +540,7 @@ impl VectorIndex for QdrantServerIndex {
         limit: usize,
     ) -> Result<Vec<(Uuid, f32)>> {
         check_query_dim(vector, self.dim)?;
-        let Some(filter) = translate_filter(filter) else {
+        let Some(filter) = translate_filter(filter, &self.key) else {
             return Ok(Vec::new());
         };
         if limit == 0 {
@@ -587,6 +596,36 @@ impl VectorIndex for QdrantServerIndex {
             }
         }
         Ok(out)
+    }
+
+    fn versions(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, i64>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let point_ids: Vec<PointId> = ids.iter().map(|id| PointId::from(*id)).collect();
+        let request = qdrant_client::qdrant::GetPointsBuilder::new(&self.collection, point_ids)
+            .with_payload(PayloadIncludeSelector::from(vec![F_VERSION.to_string()]))
+            .with_vectors(false)
+            .read_consistency(consistency(ReadConsistencyType::Majority))
+            .build();
+        let found = self.run("retrieving points", move |c| async move {
+            c.get_points(request).await
+        })?;
+        found
+            .result
+            .into_iter()
+            .map(|p| {
+                let version = match p.payload.get(F_VERSION).and_then(|v| v.kind.as_ref()) {
+                    Some(ValueKind::IntegerValue(v)) => Some(*v),
+                    _ => None,
+                };
+                let id = point_uuid(p.id)?;
+                let version = version.ok_or_else(|| {
+                    Error::Vector(format!("point {id} has no integer `version` payload"))
+                })?;
+                Ok((id, version))
+            })
+            .collect()
     }
 
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
@@ -760,12 +799,13 @@ mod tests {
 
     #[test]
     fn the_payload_keeps_integers_integral_and_omits_an_absent_thread() {
+        let key = PayloadKey::derived("mnemo_memories");
         let mut p = point(Uuid::now_v7(), vec![0.0; 2], &alice(), Tier::Working);
         p.version = 7;
         p.kind = Kind::Event;
         p.status = Status::Pending;
         let payload: std::collections::HashMap<String, qdrant_client::qdrant::Value> =
-            Payload::try_from(payload_json(&p)).unwrap().into();
+            Payload::try_from(payload_json(&p, &key)).unwrap().into();
         let kind = |k: &str| payload.get(k).and_then(|v| v.kind.clone());
         assert_eq!(kind(F_VERSION), Some(ValueKind::IntegerValue(7)));
         assert_eq!(
@@ -779,26 +819,27 @@ mod tests {
         assert!(!payload.contains_key(F_THREAD));
         p.thread_id = Some("t1".into());
         let payload: std::collections::HashMap<String, qdrant_client::qdrant::Value> =
-            Payload::try_from(payload_json(&p)).unwrap().into();
+            Payload::try_from(payload_json(&p, &key)).unwrap().into();
         assert_eq!(
             payload.get(F_THREAD).and_then(|v| v.kind.clone()),
-            Some(ValueKind::StringValue("t1".into()))
+            Some(ValueKind::StringValue(key.thread(&alice(), "t1")))
         );
     }
 
     #[test]
     fn filters_that_match_nothing_never_reach_the_server() {
+        let key = PayloadKey::derived("mnemo_memories");
         let full = alice_long_term();
-        assert!(translate_filter(&full).is_some());
+        assert!(translate_filter(&full, &key).is_some());
         let none = IndexFilter {
             clauses: vec![],
             ..full.clone()
         };
-        assert!(translate_filter(&none).is_none());
+        assert!(translate_filter(&none, &key).is_none());
         let none = IndexFilter {
             statuses: vec![],
             ..full
         };
-        assert!(translate_filter(&none).is_none());
+        assert!(translate_filter(&none, &key).is_none());
     }
 }

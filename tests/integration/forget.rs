@@ -10,12 +10,53 @@ use mnemo::agent::threads::{AppendMessage, CreateThread, ToolResult};
 use mnemo::agent::Agent;
 use mnemo::domain::thread::MessageRole;
 use mnemo::domain::Actor;
-use mnemo::domain::{MemoryPatch, NewMemory, Scope, Status, Tier};
+use mnemo::domain::{MemoryPatch, NewMemory, Owner, Scope, Status, Tier};
+use mnemo::erasure_scan::{scan_dir, Needle, StoreFiles};
 use mnemo::service::SearchRequest;
 use mnemo::store::ListQuery;
 use mnemo::Error;
 
 use crate::common::*;
+
+/// Alice's indexed texts as `populate` leaves them (the deleted one and the
+/// pre-edit text are not indexed any more).
+fn indexed_texts(marker: &str) -> Vec<String> {
+    [
+        "working turn {m}w1",
+        "prefers tea {m}lt1",
+        "lives in Porto {m}lt2",
+        "edited text {m}lt4b",
+        "maybe moving {m}pend",
+    ]
+    .iter()
+    .map(|t| t.replace("{m}", marker))
+    .collect()
+}
+
+/// Needles for the vectors of `texts` under the test embedder: the raw
+/// little-endian f32 bytes and the unit-normalised ones (cosine storage).
+fn vector_needles(texts: &[String]) -> Vec<Needle> {
+    use mnemo::embed::Embedder;
+    let embedder = mnemo::embed::hashing::HashingEmbedder::new(64);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut out = Vec::new();
+    for (i, v) in embedder
+        .embed_passages(&refs)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+    {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let unit: Vec<f32> = v.iter().map(|x| x / norm).collect();
+        out.push(Needle::vector_prefix(format!("vector{i}:raw"), &v, v.len()));
+        out.push(Needle::vector_prefix(
+            format!("vector{i}:unit"),
+            &unit,
+            v.len(),
+        ));
+    }
+    out
+}
 
 /// Every file under `dir` whose bytes contain `needle`.
 fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
@@ -117,6 +158,41 @@ async fn forget_erases_every_store_and_spares_others() {
         !files_containing(dir.path(), "zqxalice").is_empty(),
         "the scan must be able to see the marker before erasure"
     );
+    // Alice's vectors, her thread id (raw, and hashed as vector payloads
+    // carry it) and owner key: the scan sees each before the erasure.
+    let key = mnemo::vector::PayloadKey::load(&dir.path().join("vectors/payload.key"))
+        .unwrap()
+        .expect("the vector index keeps its payload key");
+    let owner = Owner::user("default", "alice");
+    let mut needles = vector_needles(&indexed_texts("zqxalice"));
+    needles.push(Needle::text("thread", "thread-alice"));
+    needles.push(Needle::text(
+        "thread-hash",
+        &key.thread(&owner, "thread-alice"),
+    ));
+    needles.push(Needle::text("owner-key", owner.as_str()));
+    let before = scan_dir(dir.path(), &needles).unwrap();
+    for i in 0..indexed_texts("zqxalice").len() {
+        assert!(
+            before.hits.iter().any(|h| h.store == StoreFiles::Vectors
+                && h.found
+                    .iter()
+                    .any(|f| f.starts_with(&format!("vector{i}:")))),
+            "vector {i} must be visible in the vector files before erasure: {:?}",
+            before.hits
+        );
+    }
+    for label in ["thread", "thread-hash", "owner-key"] {
+        assert!(
+            !before.files_with(label).is_empty(),
+            "{label} before erasure"
+        );
+    }
+    // The raw thread id never reaches the index files.
+    assert!(before
+        .files_with("thread")
+        .iter()
+        .all(|h| h.store == StoreFiles::Store));
 
     // Alice's own key erases Alice.
     let alice = Actor {
@@ -163,11 +239,28 @@ async fn forget_erases_every_store_and_spares_others() {
         .unwrap();
     assert!(listed.is_empty());
 
-    // (2) no byte of Alice's text is left in any file.
+    // (2) no byte of Alice's text, vectors or thread ids is left in any
+    // file; her owner key only in the store's tombstone (a hash).
     assert_eq!(
         files_containing(dir.path(), "zqxalice"),
         Vec::<String>::new()
     );
+    let after = scan_dir(dir.path(), &needles).unwrap();
+    // Figures for the record (`--nocapture`): files holding any needle.
+    for (when, r) in [("before", &before), ("after", &after)] {
+        let per: Vec<_> = r
+            .stores
+            .iter()
+            .map(|s| (s.store, s.files_with_residue))
+            .collect();
+        println!("residue {when} erasure: {per:?}");
+    }
+    let residue: Vec<_> = after
+        .hits
+        .iter()
+        .filter(|h| !(h.store == StoreFiles::Store && h.found == ["owner-key"]))
+        .collect();
+    assert!(residue.is_empty(), "{residue:?}");
 
     // (3) Bob and the shared reference memory are untouched.
     let bob = engine.verify_erasure(&admin, "bob").await.unwrap();
@@ -581,4 +674,68 @@ async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
         .add(&admin, vec![long_term("ivy", "ivy starts over")], false)
         .await
         .unwrap();
+}
+
+/// The change feed forgets erased users' memory ids: rows every live node
+/// applied are pruned after the grace, rows a live node still needs stay.
+#[tokio::test]
+async fn the_change_feed_is_pruned_once_every_live_node_applied_it() {
+    use mnemo::clock::Clock;
+    use mnemo::erasure_feed::FeedPruner;
+    use mnemo::store::ChangeKind;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(manual());
+    let engine = engine_in(dir.path(), clock.clone()).await;
+    let admin = Actor::local("admin");
+    let added = engine
+        .add(
+            &admin,
+            (0..4)
+                .map(|i| long_term("alice", &format!("feed note {i}")))
+                .collect(),
+            true,
+        )
+        .await
+        .unwrap();
+    let store = engine.store().clone();
+    let feed = store.index_changes(0, 100).await.unwrap();
+    assert!(feed
+        .iter()
+        .any(|c| matches!(c.kind, ChangeKind::Memory(id) if id == added[0].id)));
+    engine.forget_user(&admin, "alice").await.unwrap();
+    let head = store.change_feed_head().await.unwrap();
+    assert!(head >= 5);
+    // A live node that has applied only the first two changes.
+    store
+        .node_heartbeat("node-a", 2, clock.now())
+        .await
+        .unwrap();
+    let mut pruner = FeedPruner::new(std::time::Duration::ZERO);
+    assert_eq!(
+        pruner.run_once(store.as_ref(), clock.now()).await.unwrap(),
+        0,
+        "marks first"
+    );
+    assert_eq!(
+        pruner.run_once(store.as_ref(), clock.now()).await.unwrap(),
+        2
+    );
+    let left = store.index_changes(0, 100).await.unwrap();
+    assert_eq!(left.first().map(|c| c.position), Some(3));
+    // The node catches up: everything it applied goes, erased ids included.
+    store
+        .node_heartbeat("node-a", head, clock.now())
+        .await
+        .unwrap();
+    pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
+    assert!(store.index_changes(0, 100).await.unwrap().is_empty());
+    // A node whose heartbeat is stale is not waited for.
+    engine
+        .add(&admin, vec![long_term("bob", "later note")], true)
+        .await
+        .unwrap();
+    clock.advance(chrono::Duration::minutes(5));
+    pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
+    pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
+    assert!(store.index_changes(0, 100).await.unwrap().is_empty());
 }

@@ -154,10 +154,13 @@ async fn every_fusion_method_explains_each_hit_with_raw_scores_and_contributions
         FusionKind::MinMax,
         FusionKind::Weighted,
         FusionKind::Rrf,
+        FusionKind::Calibrated,
+        FusionKind::Absolute,
     ] {
         let dir = tempfile::tempdir().unwrap();
         let mut policy = mnemo::policy::Policy::default();
         policy.retrieval.fusion.method = method;
+        policy.retrieval.rerank.enabled = true;
         policy.embedding.all_minilm_l6_v2.min_vector_similarity = 0.0;
         let engine = engine_with(dir.path(), Arc::new(manual()), policy).await;
         let actor = Actor::local("test");
@@ -195,6 +198,22 @@ async fn every_fusion_method_explains_each_hit_with_raw_scores_and_contributions
             if let Some(s) = b.vector_similarity {
                 assert!((-1.0..=1.0).contains(&s), "the raw cosine is kept: {s}");
             }
+            // `absolute` shows its scales; the second stage (switched on
+            // here) its signals, and its factor is part of the final score.
+            let absolute = method == FusionKind::Absolute;
+            assert_eq!(b.bm25_full_match_score.is_some(), absolute, "{b:?}");
+            assert_eq!(b.vector_confidence, absolute.then_some(1.0), "{b:?}");
+            let r = b.rerank.expect("the second stage saw every hit");
+            let product = b.fused_score * b.decay_factor * b.importance_factor * r.factor;
+            assert!((product - b.final_score).abs() < 1e-5, "{b:?}");
+        }
+        if method == FusionKind::Absolute {
+            // "green tea" is held as a pair by the first hit only.
+            let r = hits[0].breakdown.rerank.unwrap();
+            assert_eq!(r.phrase, 1.0, "{hits:#?}");
+            assert!(hits[1..]
+                .iter()
+                .all(|h| h.breakdown.rerank.unwrap().phrase == 0.0));
         }
     }
 }

@@ -75,6 +75,7 @@ contract_tests!(
     leases_exclude_renew_expire_and_release,
     two_nodes_racing_for_a_lease_one_wins,
     erase_user_leaves_nothing_and_spares_others,
+    erase_user_works_in_batches_and_lets_other_users_write,
     export_and_import_rows_copy_a_store,
     user_rows_export_and_import_one_user_all_or_nothing,
     no_memory_lands_for_a_user_being_erased,
@@ -2058,4 +2059,70 @@ async fn user_rows_export_and_import_one_user_all_or_nothing(b: Backend) {
         .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err:?}");
     assert_eq!(s.user_footprint("default", "u").await.unwrap().memories, 0);
+}
+
+/// Erasure deletes in batches of 500 rows, each its own transaction: every
+/// row of a user with several batches is gone, a second erasure deletes
+/// nothing, and another user's write commits while the erasure runs
+/// (one transaction for everything would hold SQLite's write lock until
+/// the end).
+async fn erase_user_works_in_batches_and_lets_other_users_write(b: Backend) {
+    let s = b.store.clone();
+    const N: usize = 12_000;
+    let dora: Vec<Memory> = (0..N)
+        .map(|i| memory(Some("dora"), Tier::LongTerm, &format!("dora note {i}")))
+        .collect();
+    for chunk in dora.chunks(2000) {
+        insert(s.as_ref(), chunk).await;
+    }
+    let cache: Vec<(String, Vec<f32>)> = dora
+        .iter()
+        .map(|m| (text_hash(&m.text), vec![0.5]))
+        .collect();
+    s.cache_embeddings(&owner(Some("dora")), "m", &cache, None)
+        .await
+        .unwrap();
+    s.begin_erasure("default", "dora", "admin", t0())
+        .await
+        .unwrap();
+    let erasing = {
+        let s = s.clone();
+        tokio::spawn(async move { s.erase_user("default", "dora").await.unwrap() })
+    };
+    // Another user's writes while the erasure runs.
+    let mut landed_during = 0;
+    let mut i = 0;
+    while !erasing.is_finished() {
+        let m = memory(Some("bob"), Tier::LongTerm, &format!("bob note {i}"));
+        insert(s.as_ref(), &[m]).await;
+        if !erasing.is_finished() {
+            landed_during += 1;
+        }
+        i += 1;
+    }
+    let rows = erasing.await.unwrap();
+    assert_eq!(
+        (rows.memories, rows.audit_events, rows.cached_embeddings),
+        (N as u64, N as u64, N as u64)
+    );
+    assert!(
+        landed_during >= 2,
+        "another user's writes should commit between erasure batches ({landed_during} did)"
+    );
+    let footprint = s.user_footprint("default", "dora").await.unwrap();
+    assert_eq!((footprint.memories, footprint.audit_events), (0, 0));
+    assert!(s
+        .cached_embeddings(&owner(Some("dora")), "m", &[cache[0].0.clone()])
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        s.count_user_memories("default", "bob").await.unwrap(),
+        i as u64
+    );
+    // Erasing again finds nothing and deletes nothing.
+    assert_eq!(
+        s.erase_user("default", "dora").await.unwrap(),
+        Default::default()
+    );
 }

@@ -112,6 +112,7 @@ fn thread_id(headers: &HeaderMap) -> Result<Option<String>> {
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "A user key naming another user", body = ErrorBody),
+        (status = 429, description = "`rate_limited` (Retry-After): this key's rate limit, or the user's limits.model_calls_per_user_per_minute", body = ErrorBody),
         (status = 502, description = "The model endpoint is down, timed out or failed", body = ErrorBody),
         (status = 503, description = "No model is configured", body = ErrorBody),
     ),
@@ -184,6 +185,8 @@ pub async fn chat_completions(
     // the reply after it (for a stream, by teeing the body). Not done yet: the
     // proxy stores nothing.
 
+    // Per-user model-call quota (quota.rs): 429 before the call.
+    state.engine.model_calls().take(&actor.tenant_id, &user)?;
     let raw = model.forward(body).await?;
     let mut response = Response::new(Body::new(raw.body));
     *response.status_mut() = StatusCode::from_u16(raw.status).unwrap_or(StatusCode::BAD_GATEWAY);

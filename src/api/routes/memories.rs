@@ -143,11 +143,11 @@ pub struct AddResponse {
     post, path = "/v1/memories", tag = "memories",
     request_body = AddRequest,
     responses(
-        (status = 201, description = "Stored", body = AddResponse),
+        (status = 201, description = "Stored (committed). Header `x-mnemo-indexed: false` when an index update failed after the commit: the memory is stored and becomes searchable when the repair loop has indexed it (seconds)", body = AddResponse),
         (status = 400, description = "Invalid input", body = ErrorBody),
         (status = 401, description = "Missing or invalid key", body = ErrorBody),
         (status = 403, description = "Another user's memory, or reference memory without an admin key", body = ErrorBody),
-        (status = 409, description = "The user's data is being erased", body = ErrorBody),
+        (status = 409, description = "`conflict`: the user's data is being erased; or `quota_exceeded`: the user would hold more than limits.max_memories_per_user memories (nothing written)", body = ErrorBody),
         (status = 413, description = "Too many memories, text too long or metadata too large", body = ErrorBody),
         (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
         (status = 503, description = "Overloaded (Retry-After)", body = ErrorBody),

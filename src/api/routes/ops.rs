@@ -24,7 +24,14 @@ pub struct Health {
     /// Per component (`store`, `indexes`, `embedder`): `ok` or what is wrong.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub checks: BTreeMap<String, String>,
+    /// `/readyz` only: how far the index repair loop is behind the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_lag: Option<crate::service::repair::IndexLag>,
 }
+
+/// `/readyz` is 503 when the oldest change the repair loop has not applied
+/// yet waited longer than this (the indexes are failing).
+pub const READY_MAX_INDEX_LAG_SECS: f64 = 60.0;
 
 /// The process is alive.
 #[utoipa::path(get, path = "/healthz", tag = "operations",
@@ -33,6 +40,7 @@ pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
         checks: BTreeMap::new(),
+        index_lag: None,
     })
 }
 
@@ -50,7 +58,10 @@ pub struct Readiness {
 
 /// The store answers, the indexes are open (reconciled at start) and the
 /// embedder embeds (checked at most every 5 s; a success is reused in
-/// between); 503 while shutting down.
+/// between); 503 while shutting down. `index_lag` says how far the index
+/// repair loop is behind the store (feed changes not applied yet, how long
+/// the oldest has waited, the last failed repair); 503 when the oldest has
+/// waited more than 60 s.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
@@ -67,6 +78,19 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
             checks
         }
     };
+    // Atomics only: no store or index work per probe.
+    let lag = state.engine.repair_status().lag();
+    if lag.seconds > READY_MAX_INDEX_LAG_SECS {
+        checks.insert(
+            "indexes".to_string(),
+            format!(
+                "{} changes not applied for {:.0} s (last failure: {})",
+                lag.changes,
+                lag.seconds,
+                lag.last_failure.as_deref().unwrap_or("none")
+            ),
+        );
+    }
     let shutting_down = state.shutting_down.load(Ordering::Relaxed);
     if shutting_down {
         checks.insert("server".to_string(), "shutting down".to_string());
@@ -80,6 +104,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     let body = Health {
         status: if ready { "ready" } else { "not_ready" }.into(),
         checks,
+        index_lag: Some(lag),
     };
     (status, Json(body)).into_response()
 }

@@ -152,6 +152,7 @@ pub async fn prompt(
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 409, description = "A turn is already running in this thread", body = ErrorBody),
+        (status = 429, description = "`rate_limited` (Retry-After): this key's rate limit, or the user's limits.model_calls_per_user_per_minute (the user's message is stored)", body = ErrorBody),
         (status = 502, description = "The model endpoint failed", body = ErrorBody),
         (status = 503, description = "No model configured", body = ErrorBody),
     ),

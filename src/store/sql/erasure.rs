@@ -50,61 +50,62 @@ impl ErasureStore for SqlStore<D> {
     }
 
     async fn erase_user(&self, tenant_id: &str, user_id: &str) -> Result<ErasedRows> {
+        // Waits for every write of the user already past its erasure check
+        // (PostgreSQL: the advisory lock; SQLite: the write lock), so that
+        // the key reads below see their rows.
         let mut tx = self.pool.begin().await?;
         D::lock_user_exclusive(&mut tx, tenant_id, user_id).await?;
-        let cached =
-            sqlx::query("DELETE FROM embedding_cache WHERE tenant_id = $1 AND user_id = $2")
-                .bind(tenant_id)
-                .bind(user_id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
+        tx.commit().await?;
+        let u = (tenant_id, user_id);
+        // The cache's key is (tenant, user, model, text hash): one model at a
+        // time, so each batch deletes by whole keys.
+        let models: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT model_id FROM embedding_cache WHERE tenant_id = $1 AND user_id = $2",
+        )
+        .bind(tenant_id)
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut cached = 0;
+        for model in &models {
+            cached += self
+                .erase_keys::<String>(
+                    u,
+                    "embedding_cache",
+                    "text_sha256",
+                    Some(("model_id", model)),
+                )
+                .await?;
+        }
+        let audit = self
+            .erase_keys::<i64>(u, "audit_events", "seq", None)
+            .await?;
         let candidates: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND user_id = $2 AND status = 'pending'",
         )
         .bind(tenant_id)
         .bind(user_id)
-        .fetch_one(&mut *tx)
+        .fetch_one(&self.pool)
         .await?;
-        let audit = sqlx::query("DELETE FROM audit_events WHERE tenant_id = $1 AND user_id = $2")
-            .bind(tenant_id)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        let memories = sqlx::query(&format!(
-            "DELETE FROM {} WHERE tenant_id = $1 AND user_id = $2",
-            D::MEMORIES_BY_OWNER
-        ))
-        .bind(tenant_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        let mut deleted = [0u64; 3];
-        for (i, table) in ["message_payloads", "messages", "threads"]
-            .iter()
-            .enumerate()
-        {
-            deleted[i] = sqlx::query(&format!(
-                "DELETE FROM {table} WHERE tenant_id = $1 AND user_id = $2"
-            ))
-            .bind(tenant_id)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        }
-        tx.commit().await?;
-        D::after_erase_user(&self.pool).await;
-        Ok(ErasedRows {
+        let memories = self.erase_keys::<String>(u, "memories", "id", None).await?;
+        let payloads = self
+            .erase_keys::<String>(u, "message_payloads", "id", None)
+            .await?;
+        let messages = self.erase_keys::<i64>(u, "messages", "seq", None).await?;
+        let threads = self.erase_keys::<String>(u, "threads", "id", None).await?;
+        let rows = ErasedRows {
             memories,
             candidates: candidates as u64,
             audit_events: audit,
             cached_embeddings: cached,
-            threads: deleted[2],
-            messages: deleted[0] + deleted[1],
-        })
+            threads,
+            messages: payloads + messages,
+        };
+        // A second erasure of the same user deleted nothing: nothing to clean.
+        if rows != ErasedRows::default() {
+            D::after_erase_user(&self.pool).await;
+        }
+        Ok(rows)
     }
 
     async fn complete_erasure(
@@ -172,5 +173,82 @@ impl ErasureStore for SqlStore<D> {
         .fetch_one(&self.pool)
         .await?;
         Ok(at.map(from_ms))
+    }
+}
+
+/// Keys read per round before their batches are deleted.
+const KEYS_PER_ROUND: i64 = 10_000;
+
+impl SqlStore<D> {
+    /// Deletes every row of the user from `table`: reads up to
+    /// [`KEYS_PER_ROUND`] of its keys (`key`, a column of type `K`), then
+    /// deletes them by key in batches of [`Dialect::ERASE_BATCH`], each batch its own
+    /// transaction under the user's exclusive erasure lock; until a read
+    /// finds none. By key, not by a `LIMIT` subquery: a subquery would walk
+    /// the dead index entries of every earlier batch again (PostgreSQL keeps
+    /// them until VACUUM), quadratic in the user's rows. Safe across
+    /// transactions: the intent, recorded before, refuses every new row of
+    /// the user. Returns the rows deleted.
+    async fn erase_keys<K>(
+        &self,
+        (tenant_id, user_id): (&str, &str),
+        table: &str,
+        key: &str,
+        also: Option<(&str, &str)>,
+    ) -> Result<u64>
+    where
+        K: for<'r> sqlx::Decode<'r, D>
+            + for<'q> sqlx::Encode<'q, D>
+            + sqlx::Type<D>
+            + Send
+            + Sync
+            + Unpin
+            + Clone
+            + 'static,
+    {
+        let select = match also {
+            None => format!("SELECT {key} FROM {table} WHERE tenant_id = $1 AND user_id = $2 LIMIT $3"),
+            Some((column, _)) => format!(
+                "SELECT {key} FROM {table} WHERE tenant_id = $1 AND user_id = $2 AND {column} = $3 LIMIT $4"
+            ),
+        };
+        let mut total = 0;
+        loop {
+            let mut read = sqlx::query_scalar(&select).bind(tenant_id).bind(user_id);
+            if let Some((_, value)) = also {
+                read = read.bind(value);
+            }
+            let keys: Vec<K> = read.bind(KEYS_PER_ROUND).fetch_all(&self.pool).await?;
+            if keys.is_empty() {
+                return Ok(total);
+            }
+            for batch in keys.chunks(D::ERASE_BATCH) {
+                let mut tx = self.pool.begin().await?;
+                D::lock_user_exclusive(&mut tx, tenant_id, user_id).await?;
+                // By primary key alone (ids and sequence numbers are never
+                // reused), so the planner uses the key's index, not the
+                // owner's range; the cache's key is the whole
+                // (tenant, user, model, text hash).
+                let mut qb: sqlx::QueryBuilder<D> =
+                    sqlx::QueryBuilder::new(format!("DELETE FROM {table} WHERE "));
+                if let Some((column, value)) = also {
+                    qb.push("tenant_id = ")
+                        .push_bind(tenant_id)
+                        .push(" AND user_id = ")
+                        .push_bind(user_id)
+                        .push(format!(" AND {column} = "))
+                        .push_bind(value)
+                        .push(" AND ");
+                }
+                qb.push(format!("{key} IN ("));
+                let mut list = qb.separated(", ");
+                for k in batch {
+                    list.push_bind(k.clone());
+                }
+                qb.push(")");
+                total += qb.build().execute(&mut *tx).await?.rows_affected();
+                tx.commit().await?;
+            }
+        }
     }
 }

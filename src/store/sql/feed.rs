@@ -73,6 +73,19 @@ impl ChangeFeed for SqlStore<D> {
         Ok(())
     }
 
+    async fn prune_index_changes(&self, up_to: i64, live_since: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM index_changes WHERE seq <= $1 AND seq <= \
+                 COALESCE((SELECT MIN(applied_seq) FROM nodes WHERE heartbeat_at >= $2), $1)",
+        )
+        .bind(up_to)
+        .bind(ms(live_since))
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(done)
+    }
+
     async fn erasure_progress(
         &self,
         owner_key: &str,

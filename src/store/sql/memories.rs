@@ -190,6 +190,18 @@ impl Memories for SqlStore<D> {
         .collect()
     }
 
+    async fn count_user_memories(&self, tenant_id: &str, user_id: &str) -> Result<u64> {
+        // The owner index (tenant_id, user_id, …) covers it.
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND user_id = $2",
+        )
+        .bind(tenant_id)
+        .bind(user_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n as u64)
+    }
+
     async fn stats(&self) -> Result<StoreStats> {
         let rows = sqlx::query(
             "SELECT tier, status, COUNT(*) FROM memories GROUP BY tier, status ORDER BY tier, status",

@@ -168,6 +168,7 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "GREATEST";
     const DOCUMENT_ID: &'static str = "source->>'document_id'";
     const MEMORIES_BY_OWNER: &'static str = "memories";
+    const ERASE_BATCH: usize = 5_000;
     const JSON_AS_TEXT: &'static str = "::text";
 }
 

@@ -40,6 +40,10 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+        // A process killed after an erasure committed but before its
+        // checkpoint leaves the erased rows' old pages in the database file
+        // and WAL: nobody reads them, but they are on disk until copied over.
+        checkpoint(&pool).await?;
         Ok(SqlStore { pool })
     }
 
@@ -60,10 +64,22 @@ impl SqliteStore {
 
 /// Writes every page of the WAL into the database file and truncates the
 /// WAL: with `secure_delete`, what was erased is then zeroed on disk.
+///
+/// A checkpoint cannot complete while a reader holds an older snapshot (the
+/// pragma then answers `busy` instead of failing), so it is retried for up
+/// to about ten seconds; what is still not copied then is copied by the
+/// next one, and at the latest by the checkpoint at the next open.
 async fn checkpoint(pool: &Pool<Sqlite>) -> Result<()> {
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(pool)
-        .await?;
+    for _ in 0..500 {
+        let (busy,): (i64,) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+            .fetch_one(pool)
+            .await?;
+        if busy == 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tracing::warn!("the SQLite WAL checkpoint stayed busy; the next one completes it");
     Ok(())
 }
 
@@ -115,6 +131,7 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "MAX";
     const DOCUMENT_ID: &'static str = "json_extract(source, '$.document_id')";
     const MEMORIES_BY_OWNER: &'static str = "memories INDEXED BY memories_owner";
+    const ERASE_BATCH: usize = 500;
     const JSON_AS_TEXT: &'static str = "";
 }
 

@@ -230,6 +230,19 @@ class SearchBody(Request):
     explain: bool = False
 
 
+class RerankSignals(Response):
+    """What the second stage saw in a hit (``[retrieval.rerank]``)."""
+
+    __schema_name__ = "RerankSignals"
+    #: Share (idf-weighted) of the query's adjacent term pairs the memory
+    #: holds adjacent, 0..1.
+    phrase: float
+    #: A newer memory of the same owner matches the same query terms.
+    older_duplicate: bool
+    #: The multiplier the stage applied to the score.
+    factor: float
+
+
 class ScoreBreakdown(Response):
     __schema_name__ = "ScoreBreakdown"
     bm25_score: Optional[float] = None
@@ -241,8 +254,14 @@ class ScoreBreakdown(Response):
     bm25_contribution: Optional[float] = None
     vector_contribution: Optional[float] = None
     fused_score: float
+    #: ``absolute`` fusion: the BM25 score of a full match of the query (the
+    #: lexical leg's unit) and the confidence in the vector leg.
+    bm25_full_match_score: Optional[float] = None
+    vector_confidence: Optional[float] = None
     decay_factor: float
     importance_factor: float
+    #: The second stage's signals (absent when it did not see the hit).
+    rerank: Optional[RerankSignals] = None
     final_score: float
 
 
@@ -666,10 +685,22 @@ class IndexHealth(Response):
 # ----- operations and errors -----------------------------------------------
 
 
+class IndexLag(Response):
+    """How far the server's index repair loop is behind its store (`/readyz`)."""
+
+    __schema_name__ = "IndexLag"
+    repairing: bool
+    changes: int
+    seconds: float
+    last_failure: Optional[str] = None
+    last_failure_at: Optional[datetime] = None
+
+
 class Health(Response):
     __schema_name__ = "Health"
     status: str
     checks: Dict[str, str] = Field(default_factory=dict)
+    index_lag: Optional[IndexLag] = None
 
 
 class ErrorDetail(Response):

@@ -1,0 +1,98 @@
+//! Access recording, off the request path: searches send the ids they
+//! returned to a bounded channel (dropped when it is full, see
+//! `Engine::search`); one task drains it and writes the counts.
+//!
+//! Under load many searches end between two writes: the task takes every
+//! message waiting (up to [`MAX_DRAIN`]) and writes them as few statements
+//! as the counts allow — ids seen once in one statement, ids seen twice in a
+//! second one, and so on (`record_access` adds one per statement) — with the
+//! latest time, instead of one write per search. Counts stay exact;
+//! `last_accessed_at` is the newest search of the drained set.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::store::MemoryStore;
+
+/// Most searches merged into one round of writes.
+pub const MAX_DRAIN: usize = 256;
+
+/// One search's returned ids and its time.
+pub type Access = (Vec<Uuid>, DateTime<Utc>);
+
+/// Runs until the channel closes.
+pub async fn record(store: std::sync::Arc<dyn MemoryStore>, mut rx: mpsc::Receiver<Access>) {
+    while let Some(first) = rx.recv().await {
+        let mut drained = vec![first];
+        while drained.len() < MAX_DRAIN {
+            match rx.try_recv() {
+                Ok(a) => drained.push(a),
+                Err(_) => break,
+            }
+        }
+        for (ids, at) in merge(drained) {
+            if let Err(e) = store.record_access(&ids, at).await {
+                tracing::warn!(error = %e, "recording access failed");
+            }
+        }
+    }
+}
+
+/// The writes that add each id's number of occurrences: statement *k* holds
+/// the ids seen more than *k* times (each once), all at the latest time.
+pub fn merge(drained: Vec<Access>) -> Vec<Access> {
+    let Some(at) = drained.iter().map(|(_, at)| *at).max() else {
+        return Vec::new();
+    };
+    let mut counts: HashMap<Uuid, usize> = HashMap::new();
+    let mut order: Vec<Uuid> = Vec::new();
+    for (ids, _) in drained {
+        for id in ids {
+            let c = counts.entry(id).or_insert(0);
+            if *c == 0 {
+                order.push(id);
+            }
+            *c += 1;
+        }
+    }
+    let rounds = counts.values().copied().max().unwrap_or(0);
+    (0..rounds)
+        .map(|k| {
+            let ids = order.iter().copied().filter(|id| counts[id] > k).collect();
+            (ids, at)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn merged_writes_add_each_ids_count_at_the_latest_time() {
+        let t = |s| Utc.timestamp_opt(s, 0).unwrap();
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let out = merge(vec![
+            (vec![a, b], t(10)),
+            (vec![b, c], t(30)),
+            (vec![b], t(20)),
+        ]);
+        assert_eq!(
+            out,
+            vec![(vec![a, b, c], t(30)), (vec![b], t(30)), (vec![b], t(30))]
+        );
+        // Every id gets exactly its number of occurrences.
+        let mut total: HashMap<Uuid, usize> = HashMap::new();
+        for (ids, _) in &out {
+            for id in ids {
+                *total.entry(*id).or_default() += 1;
+            }
+        }
+        assert_eq!((total[&a], total[&b], total[&c]), (1, 3, 1));
+        assert!(merge(Vec::new()).is_empty());
+    }
+}

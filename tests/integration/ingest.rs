@@ -1,0 +1,198 @@
+//! Bulk ingest and the search path under it: the pipelined `add_bulk`
+//! writes what consecutive `add` calls write, embedding each text once;
+//! writes cannot take the embedding permits reserved for searches; the
+//! access recorder's merged writes count every search.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
+use mnemo::domain::Scope;
+use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::embed::Embedder;
+use mnemo::service::{SearchRequest, SEARCH_RESERVED_PERMITS};
+use mnemo::{Engine, Error};
+
+use crate::common::{long_term, HookedEmbedder};
+
+async fn engine(dir: &std::path::Path, embedder: impl Embedder + 'static) -> Engine {
+    let clock = Arc::new(SystemClock);
+    let engine = Engine::builder(dir)
+        .embedder(Arc::new(embedder))
+        .clock(clock)
+        .build()
+        .await
+        .unwrap()
+        .engine;
+    engine
+}
+
+#[tokio::test]
+async fn add_bulk_writes_every_item_in_order_and_embeds_each_text_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = Arc::new(AtomicUsize::new(0));
+    let counter = embedded.clone();
+    let embedder = HookedEmbedder {
+        inner: HashingEmbedder::new(64),
+        before_passages: move |texts: &[&str]| {
+            counter.fetch_add(texts.len(), Ordering::SeqCst);
+        },
+    };
+    let engine = engine(dir.path(), embedder).await;
+    let actor = Actor::local("t");
+    let items: Vec<_> = (0..300)
+        .map(|i| long_term("u", &format!("memory number {i} about topic {}", i * 7)))
+        .collect();
+    let mut progress = Vec::new();
+    let n = mnemo::service::ingest::add_bulk(&engine, &actor, items, 64, |k| progress.push(k))
+        .await
+        .unwrap();
+    assert_eq!(n, 300);
+    assert_eq!(progress, vec![64, 64, 64, 64, 44]);
+    // Embedded ahead of each write into the cache; the write found it there.
+    assert_eq!(embedded.load(Ordering::SeqCst), 300);
+    engine.commit().await.unwrap();
+    let stored = engine
+        .list(
+            &actor,
+            mnemo::store::ListQuery {
+                user_id: Some("u".into()),
+                limit: 1000,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 300);
+    let mut texts: Vec<&str> = stored.iter().map(|m| m.text.as_str()).collect();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 300, "each item once");
+    let hits = engine
+        .search(SearchRequest::new(
+            Scope::user("u"),
+            "memory number 123 about topic 861",
+        ))
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].memory.text, "memory number 123 about topic 861");
+    // A bad item fails its batch like `add` does; earlier batches stay.
+    let mut items: Vec<_> = (0..10).map(|i| long_term("v", &format!("v {i}"))).collect();
+    items[7].text = String::new();
+    let err = mnemo::service::ingest::add_bulk(&engine, &actor, items, 5, |_| {}).await;
+    assert!(matches!(err, Err(Error::Invalid { .. })), "{err:?}");
+}
+
+#[tokio::test]
+async fn writes_filling_the_embedding_queue_leave_permits_to_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every passage embedding waits for the gate; the counter says how many
+    // writes hold a permit and are waiting.
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let waiting = Arc::new(AtomicUsize::new(0));
+    let (g, w) = (gate.clone(), waiting.clone());
+    let embedder = HookedEmbedder {
+        inner: HashingEmbedder::new(64),
+        before_passages: move |_: &[&str]| {
+            w.fetch_add(1, Ordering::SeqCst);
+            let (open, cv) = &*g;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = cv.wait(open).unwrap();
+            }
+        },
+    };
+    let engine = engine(dir.path(), embedder).await;
+    let writers = 64 - SEARCH_RESERVED_PERMITS;
+    let mut held = Vec::new();
+    for i in 0..writers {
+        let e = engine.clone();
+        held.push(tokio::spawn(async move {
+            e.add(
+                &Actor::local("t"),
+                vec![long_term("u", &format!("w {i}"))],
+                false,
+            )
+            .await
+        }));
+    }
+    for _ in 0..500 {
+        if waiting.load(Ordering::SeqCst) == writers {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(waiting.load(Ordering::SeqCst), writers);
+    // One more write is refused ...
+    let refused = engine
+        .add(&Actor::local("t"), vec![long_term("u", "one more")], false)
+        .await;
+    assert!(
+        matches!(refused, Err(Error::Overloaded { .. })),
+        "{refused:?}"
+    );
+    // ... while searches still get an embedding permit.
+    for _ in 0..3 {
+        let r = engine
+            .search(SearchRequest::new(Scope::user("u"), "anything"))
+            .await;
+        assert!(r.is_ok(), "{r:?}");
+    }
+    {
+        let (open, cv) = &*gate;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    for h in held {
+        h.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn concurrent_searches_count_every_access() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), HashingEmbedder::new(64)).await;
+    let actor = Actor::local("t");
+    let m = engine
+        .add(
+            &actor,
+            vec![long_term("u", "the user likes green tea")],
+            true,
+        )
+        .await
+        .unwrap()
+        .remove(0);
+    // Searches ending together: the recorder merges them into few writes,
+    // and the count must still be one per search.
+    let searches: Vec<_> = (0..20)
+        .map(|_| {
+            let e = engine.clone();
+            tokio::spawn(async move {
+                e.search(SearchRequest::new(Scope::user("u"), "green tea"))
+                    .await
+                    .unwrap()
+                    .hits
+                    .len()
+            })
+        })
+        .collect();
+    for s in searches {
+        assert_eq!(s.await.unwrap(), 1);
+    }
+    let mut count = 0;
+    for _ in 0..200 {
+        count = engine.get(&actor, m.id).await.unwrap().access_count;
+        if count == 20 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(count, 20);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let m = engine.get(&actor, m.id).await.unwrap();
+    assert_eq!(m.access_count, 20, "not counted twice");
+    assert!(m.last_accessed_at.is_some());
+}

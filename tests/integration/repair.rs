@@ -1,0 +1,384 @@
+//! The repair loop (`src/repair.rs`) heals real index failures without a
+//! restart. The indexes are the real tantivy and qdrant-edge ones behind a
+//! decorator whose writes fail while a switch is on (the failpoint); the
+//! store is SQLite, and PostgreSQL for the engine-level test.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use mnemo::domain::scope::IndexFilter;
+use mnemo::domain::Actor;
+use mnemo::domain::{Owner, Scope};
+use mnemo::lexical::{LexicalDoc, LexicalIndex};
+use mnemo::service::repair::Repairer;
+use mnemo::service::{Legs, Parts, SearchRequest};
+use mnemo::vector::{VectorIndex, VectorPoint};
+use mnemo::{Engine, Error};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+use uuid::Uuid;
+
+use crate::common::*;
+
+/// Fails every write while `fail` is set; reads pass through.
+struct FlakyLexical {
+    inner: Arc<dyn LexicalIndex>,
+    fail: Arc<AtomicBool>,
+}
+
+fn injected() -> Error {
+    Error::Lexical("injected index failure".into())
+}
+
+impl LexicalIndex for FlakyLexical {
+    fn upsert(&self, docs: Vec<LexicalDoc>) -> mnemo::Result<()> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(injected());
+        }
+        self.inner.upsert(docs)
+    }
+    fn delete(&self, ids: &[Uuid]) -> mnemo::Result<()> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(injected());
+        }
+        self.inner.delete(ids)
+    }
+    fn delete_owner(&self, owner: &Owner) -> mnemo::Result<usize> {
+        self.inner.delete_owner(owner)
+    }
+    fn commit(&self) -> mnemo::Result<()> {
+        self.inner.commit()
+    }
+    fn purge(&self) -> mnemo::Result<()> {
+        self.inner.purge()
+    }
+    fn search(&self, q: &str, f: &IndexFilter, n: usize) -> mnemo::Result<Vec<(Uuid, f32)>> {
+        self.inner.search(q, f, n)
+    }
+    fn entries(&self) -> mnemo::Result<Vec<(Uuid, i64)>> {
+        self.inner.entries()
+    }
+    fn versions(&self, ids: &[Uuid]) -> mnemo::Result<std::collections::HashMap<Uuid, i64>> {
+        self.inner.versions(ids)
+    }
+    fn count_owner(&self, owner: &Owner) -> mnemo::Result<usize> {
+        self.inner.count_owner(owner)
+    }
+    fn clear(&self) -> mnemo::Result<()> {
+        self.inner.clear()
+    }
+}
+
+struct FlakyVectors {
+    inner: Arc<dyn VectorIndex>,
+    fail: Arc<AtomicBool>,
+}
+
+impl VectorIndex for FlakyVectors {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn upsert(&self, points: Vec<VectorPoint>) -> mnemo::Result<()> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(Error::Vector("injected index failure".into()));
+        }
+        self.inner.upsert(points)
+    }
+    fn delete(&self, ids: &[Uuid]) -> mnemo::Result<()> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(Error::Vector("injected index failure".into()));
+        }
+        self.inner.delete(ids)
+    }
+    fn delete_owner(&self, owner: &Owner) -> mnemo::Result<usize> {
+        self.inner.delete_owner(owner)
+    }
+    fn search(&self, v: &[f32], f: &IndexFilter, n: usize) -> mnemo::Result<Vec<(Uuid, f32)>> {
+        self.inner.search(v, f, n)
+    }
+    fn entries(&self) -> mnemo::Result<Vec<(Uuid, i64)>> {
+        self.inner.entries()
+    }
+    fn versions(&self, ids: &[Uuid]) -> mnemo::Result<std::collections::HashMap<Uuid, i64>> {
+        self.inner.versions(ids)
+    }
+    fn count_owner(&self, owner: &Owner) -> mnemo::Result<usize> {
+        self.inner.count_owner(owner)
+    }
+    fn flush(&self) -> mnemo::Result<()> {
+        self.inner.flush()
+    }
+    fn optimize(&self) -> mnemo::Result<()> {
+        self.inner.optimize()
+    }
+    fn clear(&self) -> mnemo::Result<()> {
+        self.inner.clear()
+    }
+}
+
+/// `base`'s store and real indexes, behind the failpoint.
+fn flaky(base: &Engine) -> (Engine, Arc<AtomicBool>) {
+    let fail = Arc::new(AtomicBool::new(false));
+    let engine = Engine::new(Parts {
+        store: base.store().clone(),
+        lexical: Arc::new(FlakyLexical {
+            inner: base.lexical().clone(),
+            fail: fail.clone(),
+        }),
+        vectors: Arc::new(FlakyVectors {
+            inner: base.vectors().clone(),
+            fail: fail.clone(),
+        }),
+        embedder: base.embedder().clone(),
+        policy: Arc::new(base.policy().clone()),
+        clock: base.clock().clone(),
+    });
+    (engine, fail)
+}
+
+async fn finds(engine: &Engine, user: &str, query: &str, legs: Legs) -> Vec<Uuid> {
+    let mut req = SearchRequest::new(Scope::user(user), query);
+    req.legs = legs;
+    req.record_access = false;
+    engine
+        .search(req)
+        .await
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.memory.id)
+        .collect()
+}
+
+async fn call(app: &axum::Router, req: Request<Body>) -> (StatusCode, Option<String>, Value) {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let indexed = resp
+        .headers()
+        .get("x-mnemo-indexed")
+        .map(|v| v.to_str().unwrap().to_string());
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, indexed, body)
+}
+
+async fn readyz(app: &axum::Router) -> Value {
+    let (status, _, body) = call(app, Request::get("/readyz").body(Body::empty()).unwrap()).await;
+    assert!(status.is_success() || status == StatusCode::SERVICE_UNAVAILABLE);
+    body["index_lag"].clone()
+}
+
+/// Polls until `cond` holds (at most 20 s); returns how long it took.
+async fn until<F, Fut>(what: &str, mut cond: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !cond().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{what}: not within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_index_write_is_healed_without_a_restart_and_readyz_shows_the_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = engine_in(dir.path(), Arc::new(manual())).await;
+    let (engine, fail) = flaky(&base);
+    let state = mnemo::api::AppState::new(engine.clone(), mnemo::api::AuthMode::InsecureDev);
+    let app = mnemo::api::app(state);
+    let repair = Repairer::new(engine.clone())
+        .await
+        .unwrap()
+        .spawn(Duration::from_millis(200));
+    assert_eq!(readyz(&app).await["changes"], 0);
+
+    fail.store(true, Ordering::SeqCst);
+    let (status, indexed, body) = call(
+        &app,
+        Request::post("/v1/memories")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"user_id": "ann", "text": "the quokka zebrafish lives on Rottnest", "refresh": true})
+                    .to_string(),
+            ))
+            .unwrap(),
+    )
+    .await;
+    // The write committed: success, and the response says it is not indexed.
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(indexed.as_deref(), Some("false"));
+    let id: Uuid = body["memories"][0]["id"].as_str().unwrap().parse().unwrap();
+    assert!(engine.store().get(id).await.unwrap().is_some());
+    assert!(finds(&engine, "ann", "quokka zebrafish", Legs::Lexical)
+        .await
+        .is_empty());
+    assert!(finds(&engine, "ann", "quokka zebrafish", Legs::Vector)
+        .await
+        .is_empty());
+
+    // While the index keeps failing, /readyz shows the lag and the failure.
+    until("readyz reports the lag and the failure", || async {
+        let lag = readyz(&app).await;
+        lag["changes"].as_i64().unwrap_or(0) >= 1
+            && lag["seconds"].as_f64().unwrap_or(0.0) > 0.3
+            && lag["last_failure"]
+                .as_str()
+                .is_some_and(|f| f.contains("injected"))
+    })
+    .await;
+
+    // Heal the index: the loop repairs it, no restart.
+    fail.store(false, Ordering::SeqCst);
+    let healed = until("the loop indexes the memory", || async {
+        finds(&engine, "ann", "quokka zebrafish", Legs::Lexical).await == vec![id]
+            && finds(&engine, "ann", "quokka zebrafish", Legs::Vector).await == vec![id]
+    })
+    .await;
+    eprintln!("repair latency after healing the index: {healed:?}");
+    assert!(healed < Duration::from_secs(5), "{healed:?}");
+    until("readyz lag back to 0", || async {
+        let lag = readyz(&app).await;
+        lag["changes"] == 0 && lag["seconds"] == 0.0
+    })
+    .await;
+
+    // A committed status change whose index delete fails: success, marked,
+    // and the loop removes it from both indexes.
+    fail.store(true, Ordering::SeqCst);
+    let (status, indexed, _) = call(
+        &app,
+        Request::delete(format!("/v1/memories/{id}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(indexed.as_deref(), Some("false"));
+    assert!(engine.lexical().versions(&[id]).unwrap().contains_key(&id));
+    fail.store(false, Ordering::SeqCst);
+    until("the loop removes the deleted memory", || async {
+        engine.lexical().versions(&[id]).unwrap().is_empty()
+            && engine.vectors().versions(&[id]).unwrap().is_empty()
+    })
+    .await;
+
+    // A write with healthy indexes carries no marker.
+    let (status, indexed, _) = call(
+        &app,
+        Request::post(format!("/v1/memories/{id}/restore"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(indexed, None);
+    repair.abort();
+}
+
+/// The loop's decisions on a store both nodes share: a stale version is
+/// replaced, a deleted memory removed, and an index entry of a memory
+/// restored (and indexed) after the feed entry was written is left alone.
+async fn repairs_by_id_and_version(engine: Engine, fail: Arc<AtomicBool>) {
+    let actor = Actor::local("t");
+    let mut repairer = Repairer::new(engine.clone()).await.unwrap();
+    let a = engine
+        .add(&actor, vec![long_term("bo", "alpha wombat")], true)
+        .await
+        .unwrap()[0]
+        .clone();
+    let b = engine
+        .add(&actor, vec![long_term("bo", "beta numbat")], true)
+        .await
+        .unwrap()[0]
+        .clone();
+    // Nothing to repair when every write reached the indexes.
+    let s = repairer.catch_up().await.unwrap();
+    assert_eq!((s.lexical_repaired(), s.vector_repaired()), (0, 0), "{s:?}");
+    assert!(s.checked >= 2);
+
+    fail.store(true, Ordering::SeqCst);
+    let patch = mnemo::domain::MemoryPatch {
+        text: Some("alpha wombat, version two".into()),
+        ..Default::default()
+    };
+    let a2 = engine.update(&actor, a.id, patch, true).await.unwrap();
+    engine.delete(&actor, b.id).await.unwrap();
+    fail.store(false, Ordering::SeqCst);
+    assert_eq!(
+        engine.lexical().versions(&[a.id]).unwrap()[&a.id],
+        a.version
+    );
+    assert!(engine
+        .vectors()
+        .versions(&[b.id])
+        .unwrap()
+        .contains_key(&b.id));
+
+    let s = repairer.catch_up().await.unwrap();
+    assert_eq!((s.lexical_upserted, s.vector_upserted), (1, 1), "{s:?}");
+    assert_eq!((s.lexical_removed, s.vector_removed), (1, 1), "{s:?}");
+    assert_eq!(
+        engine.lexical().versions(&[a.id]).unwrap()[&a.id],
+        a2.version
+    );
+    assert_eq!(
+        engine.vectors().versions(&[a.id]).unwrap()[&a.id],
+        a2.version
+    );
+    assert!(engine.lexical().versions(&[b.id]).unwrap().is_empty());
+    assert!(engine.vectors().versions(&[b.id]).unwrap().is_empty());
+    // Applying again changes nothing.
+    let s = repairer.catch_up().await.unwrap();
+    assert_eq!((s.lexical_repaired(), s.vector_repaired()), (0, 0), "{s:?}");
+
+    // A memory never indexed, then deleted and restored before the loop
+    // reads its entries: it ends indexed at its latest version (its delete
+    // entry removes nothing, since the store is read after the feed).
+    fail.store(true, Ordering::SeqCst);
+    let c = engine
+        .add(&actor, vec![long_term("bo", "gamma quoll")], true)
+        .await
+        .unwrap()[0]
+        .clone();
+    fail.store(false, Ordering::SeqCst);
+    engine.delete(&actor, c.id).await.unwrap();
+    engine.restore(&actor, c.id).await.unwrap();
+    let s = repairer.catch_up().await.unwrap();
+    assert_eq!((s.lexical_removed, s.vector_removed), (0, 0), "{s:?}");
+    let now = engine.store().get(c.id).await.unwrap().unwrap();
+    assert_eq!(
+        engine.lexical().versions(&[c.id]).unwrap()[&c.id],
+        now.version
+    );
+    assert_eq!(
+        engine.vectors().versions(&[c.id]).unwrap()[&c.id],
+        now.version
+    );
+    assert_eq!(engine.repair_status().lag().changes, 0);
+}
+
+#[tokio::test]
+async fn repairs_by_id_and_version_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = engine_in(dir.path(), Arc::new(manual())).await;
+    let (engine, fail) = flaky(&base);
+    repairs_by_id_and_version(engine, fail).await;
+}
+
+#[tokio::test]
+async fn repairs_by_id_and_version_on_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, _schema) = engine_on_postgres(dir.path(), Arc::new(manual())).await;
+    let (engine, fail) = flaky(&base);
+    repairs_by_id_and_version(engine, fail).await;
+}
