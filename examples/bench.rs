@@ -23,9 +23,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::{NewMemory, Scope, Tier};
-use mnemo::service::{Actor, Legs, SearchRequest};
+use mnemo::embed::onnx::OnnxEmbedder;
+use mnemo::policy::Policy;
+use mnemo::service::{Legs, SearchRequest};
+use mnemo::Engine;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -130,34 +133,31 @@ async fn main() -> anyhow::Result<()> {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
     let embedder: Arc<dyn mnemo::embed::Embedder> = match arg("--hashing", 0) {
-        0 => mnemo::open::load_embedder(&assets)?,
+        0 => OnnxEmbedder::for_policy(&assets, &Policy::default())?,
         dim => Arc::new(mnemo::embed::hashing::HashingEmbedder::new(dim)),
     };
     let vectors = match text_arg("--qdrant-url") {
-        None => mnemo::open::VectorBackend::Embedded,
+        None => mnemo::vector::VectorBackend::Embedded,
         Some(url) => {
             let mut config = mnemo::vector::QdrantServerConfig::new(url);
             config.collection = format!("mnemo_bench_{}", uuid::Uuid::new_v4().simple());
             let layout = |name| Some(arg(name, 0) as u32).filter(|n| *n > 0);
             config.layout.shard_number = layout("--qdrant-shards");
             config.layout.replication_factor = layout("--qdrant-replication-factor");
-            mnemo::open::VectorBackend::Server(config)
+            mnemo::vector::VectorBackend::Server(config)
         }
     };
     let dir = tempfile::tempdir()?;
-    let (engine, _) = mnemo::open::open_with_backend(
-        dir.path(),
-        Default::default(),
-        embedder.clone(),
-        Arc::new(SystemClock),
-        false,
-        &vectors,
-    )
-    .await?;
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder.clone())
+        .vectors(vectors.clone())
+        .build()
+        .await?
+        .engine;
     println!(
         "vectors: {}",
         match &vectors {
-            mnemo::open::VectorBackend::Server(c) => format!(
+            mnemo::vector::VectorBackend::Server(c) => format!(
                 "Qdrant server {} (shards {:?}, replication {:?})",
                 c.url, c.layout.shard_number, c.layout.replication_factor
             ),
@@ -244,7 +244,7 @@ async fn main() -> anyhow::Result<()> {
         t.elapsed().as_secs_f64() * 1e3
     );
     engine.shutdown().await?;
-    if let mnemo::open::VectorBackend::Server(config) = &vectors {
+    if let mnemo::vector::VectorBackend::Server(config) = &vectors {
         mnemo::vector::QdrantServerIndex::connect(config, embedder.dim())?.drop_collection()?;
     }
     Ok(())

@@ -15,11 +15,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::{NewMemory, Tier};
 use mnemo::embed::hashing::HashingEmbedder;
-use mnemo::service::Actor;
 use mnemo::store::MemoryStore;
+use mnemo::Engine;
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -67,15 +67,12 @@ async fn main() -> anyhow::Result<()> {
             Arc::new(mnemo::store::sqlite::SqliteStore::open(&dir.path().join("mnemo.db")).await?)
         }
     };
-    let (engine, _) = mnemo::open::open_with_store(
-        dir.path(),
-        store,
-        Default::default(),
-        Arc::new(HashingEmbedder::new(384)),
-        Arc::new(SystemClock),
-        false,
-    )
-    .await?;
+    let engine = Engine::builder(dir.path())
+        .store(store)
+        .embedder(Arc::new(HashingEmbedder::new(384)))
+        .build()
+        .await?
+        .engine;
     let actor = Actor::local("bench");
     // The victim's rows straight into the store (memories, audit events,
     // cached embeddings): erasure's store step is what other users' writes

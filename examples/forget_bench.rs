@@ -14,10 +14,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::{NewMemory, Tier};
 use mnemo::embed::hashing::HashingEmbedder;
-use mnemo::service::Actor;
+use mnemo::Engine;
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -31,7 +31,9 @@ fn arg(name: &str, default: usize) -> usize {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("mnemo::erasure=info"))
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "mnemo::service::erasure=info",
+        ))
         .init();
     let memories = arg("--memories", 10_000);
     let others = arg("--others", 10_000);
@@ -49,14 +51,11 @@ async fn main() -> anyhow::Result<()> {
     if let Some(from) = &from {
         copy_dir(std::path::Path::new(from), dir.path())?;
     }
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Default::default(),
-        Arc::new(HashingEmbedder::new(384)),
-        Arc::new(SystemClock),
-        false,
-    )
-    .await?;
+    let engine = Engine::builder(dir.path())
+        .embedder(Arc::new(HashingEmbedder::new(384)))
+        .build()
+        .await?
+        .engine;
     let actor = Actor::local("bench");
 
     let groups = [

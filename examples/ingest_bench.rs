@@ -17,7 +17,7 @@
 //! - **ingest, before**: the previous path (`Engine::add` per batch of 256,
 //!   each embedding its batches of 32 one after the other on one session at
 //!   a time, in file order);
-//! - **ingest, after**: `mnemo::ingest::add_bulk` (what `mnemo ingest` and
+//! - **ingest, after**: `mnemo::service::ingest::add_bulk` (what `mnemo ingest` and
 //!   `mnemo eval` run) with the default pool: texts sorted by length, one
 //!   bulk session per core, the next batch embedded while this one is
 //!   written;
@@ -32,12 +32,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::{NewMemory, Scope};
 use mnemo::embed::assets::{self, AssetPaths};
 use mnemo::embed::onnx::{default_pool_size, EmbedderOptions, OnnxEmbedder};
 use mnemo::embed::Embedder;
-use mnemo::service::{Actor, Engine, SearchRequest};
+use mnemo::service::{Engine, SearchRequest};
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -163,14 +163,11 @@ async fn ingest(
     search_user: Option<&str>,
 ) -> anyhow::Result<(Measure, Vec<(f64, f64)>)> {
     let dir = tempfile::tempdir()?;
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Default::default(),
-        embedder,
-        Arc::new(SystemClock),
-        false,
-    )
-    .await?;
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder)
+        .build()
+        .await?
+        .engine;
     let actor = Actor::local("bench");
     let stop = Arc::new(AtomicBool::new(false));
     let searches = search_user.map(|u| {
@@ -182,7 +179,7 @@ async fn ingest(
     });
     let (t, c) = (Instant::now(), cpu_secs());
     if pipelined {
-        mnemo::ingest::add_bulk(&engine, &actor, items.to_vec(), 256, |_| {}).await?;
+        mnemo::service::ingest::add_bulk(&engine, &actor, items.to_vec(), 256, |_| {}).await?;
     } else {
         for chunk in items.chunks(256) {
             engine.add(&actor, chunk.to_vec(), false).await?;

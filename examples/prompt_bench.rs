@@ -9,15 +9,16 @@
 //! MNEMO_ASSETS_DIR=/path/to/assets cargo run --example prompt_bench -- --memories 3000 --queries 200
 //! ```
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo::agent::threads::{AppendMessage, CreateThread, PromptRequest};
 use mnemo::agent::Agent;
-use mnemo::clock::SystemClock;
 use mnemo::domain::thread::MessageRole;
+use mnemo::domain::Actor;
 use mnemo::domain::{NewMemory, Tier};
-use mnemo::service::Actor;
+use mnemo::embed::onnx::OnnxEmbedder;
+use mnemo::policy::Policy;
+use mnemo::Engine;
 
 const TOPICS: &[&str] = &[
     "green tea",
@@ -72,16 +73,13 @@ async fn main() -> anyhow::Result<()> {
     let assets = std::env::var_os("MNEMO_ASSETS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
-    let embedder = mnemo::open::load_embedder(&assets)?;
+    let embedder = OnnxEmbedder::for_policy(&assets, &Policy::default())?;
     let dir = tempfile::tempdir()?;
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Default::default(),
-        embedder,
-        Arc::new(SystemClock),
-        false,
-    )
-    .await?;
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder)
+        .build()
+        .await?
+        .engine;
     let admin = Actor::local("bench");
     let started = Instant::now();
     let texts: Vec<String> = (0..n)

@@ -12,13 +12,14 @@
 //! query cache answers). Stage times are the engine's own (`SearchStages`);
 //! "outside the embedder" is the search's total minus its embedding time.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo::api::routes::search::{SearchHit, SearchResponse};
-use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::Scope;
-use mnemo::service::{Actor, SearchRequest, SearchResult};
+use mnemo::embed::onnx::OnnxEmbedder;
+use mnemo::service::{SearchRequest, SearchResult};
+use mnemo::Engine;
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -92,7 +93,7 @@ async fn main() -> anyhow::Result<()> {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
     let policy = mnemo::policy::Policy::default();
-    let embedder = mnemo::open::load_embedder_for(&assets, &policy)?;
+    let embedder = OnnxEmbedder::for_policy(&assets, &policy)?;
 
     let (turns, _) = mnemo::cli::read_corpus(corpus.as_ref(), mnemo::cli::OnError::Skip)?;
     let user = "profile-user";
@@ -114,11 +115,15 @@ async fn main() -> anyhow::Result<()> {
         .collect();
 
     let dir = tempfile::tempdir()?;
-    let (engine, _) =
-        mnemo::open::open_with(dir.path(), policy, embedder, Arc::new(SystemClock), false).await?;
+    let engine = Engine::builder(dir.path())
+        .policy(policy)
+        .embedder(embedder)
+        .build()
+        .await?
+        .engine;
     let actor = Actor::local("profile");
     let t = Instant::now();
-    mnemo::ingest::add_bulk(&engine, &actor, items, 256, |_| {}).await?;
+    mnemo::service::ingest::add_bulk(&engine, &actor, items, 256, |_| {}).await?;
     engine.commit().await?;
     engine.optimize().await?;
     println!(

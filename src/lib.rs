@@ -11,21 +11,19 @@
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! use std::sync::Arc;
-//! use mnemo::clock::SystemClock;
 //! use mnemo::domain::{NewMemory, Scope};
 //! use mnemo::embed::hashing::HashingEmbedder;
-//! use mnemo::service::{Actor, SearchRequest};
+//! use mnemo::domain::Actor;
+//! use mnemo::service::SearchRequest;
+//! use mnemo::Engine;
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let (engine, _) = mnemo::open::open_with(
-//!     dir.path(),
-//!     Default::default(),
-//!     Arc::new(HashingEmbedder::new(64)),
-//!     Arc::new(SystemClock),
-//!     false,
-//! )
-//! .await
-//! .unwrap();
+//! let engine = Engine::builder(dir.path())
+//!     .embedder(Arc::new(HashingEmbedder::new(64)))
+//!     .build()
+//!     .await
+//!     .unwrap()
+//!     .engine;
 //!
 //! let remember = NewMemory {
 //!     user_id: Some("alice".into()),
@@ -50,38 +48,29 @@
 //! # });
 //! ```
 
-pub mod access;
 pub mod agent;
 pub mod api;
 pub mod cli;
 pub mod clock;
-pub mod cluster;
-pub mod context;
-pub mod document;
+pub mod config;
 pub mod domain;
 pub mod embed;
-pub mod erasure;
 pub mod erasure_feed;
 pub mod erasure_scan;
 pub mod error;
 pub mod eval;
-pub mod export;
-pub mod ingest;
 pub mod jobs;
-pub mod keys;
 pub mod lexical;
-pub mod lifecycle;
 pub mod llm;
 pub mod mcp;
 pub mod migrate;
-pub mod open;
+pub mod node;
 pub mod policy;
-pub mod quota;
-pub mod repair;
+pub mod runner;
 pub mod service;
-pub mod service_lifecycle;
 pub mod store;
 pub mod vector;
 
+pub use domain::Actor;
 pub use error::{Error, ErrorCode, Result};
-pub use service::{Actor, Engine};
+pub use service::Engine;

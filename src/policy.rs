@@ -7,14 +7,17 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::memory::Limits;
 use crate::domain::ranking::{FusionMethod, RankingParams};
+use crate::domain::validate::Limits;
 use crate::domain::{Kind, Memory, Tier};
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
+    /// The file's format version (`version = 1`); a file without one is
+    /// version 1, a file of another version is refused.
+    pub version: PolicyVersion,
     pub limits: LimitsPolicy,
     pub retrieval: RetrievalPolicy,
     pub decay: DecayPolicy,
@@ -28,6 +31,20 @@ pub struct Policy {
     pub agent: AgentPolicy,
     pub embedding: EmbeddingPolicy,
     pub export: ExportPolicy,
+}
+
+/// The policy format this build reads.
+pub const POLICY_VERSION: u32 = 1;
+
+/// A policy file's `version` key; [`POLICY_VERSION`] when absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PolicyVersion(pub u32);
+
+impl Default for PolicyVersion {
+    fn default() -> Self {
+        PolicyVersion(POLICY_VERSION)
+    }
 }
 
 /// Who may export a user's data (`GET /v1/users/{user_id}/export`): the
@@ -197,8 +214,8 @@ impl Default for LimitsPolicy {
         LimitsPolicy {
             max_text_bytes: 32 * 1024,
             max_batch: 1000,
-            max_metadata_bytes: crate::domain::memory::MAX_METADATA_BYTES,
-            max_metadata_depth: crate::domain::memory::MAX_METADATA_DEPTH,
+            max_metadata_bytes: crate::domain::validate::MAX_METADATA_BYTES,
+            max_metadata_depth: crate::domain::validate::MAX_METADATA_DEPTH,
             requests_per_second_per_key: 200.0,
             burst_per_key: 400,
             max_threads_per_user: 10_000,
@@ -483,7 +500,7 @@ impl Default for ReferencePolicy {
 #[serde(deny_unknown_fields, default)]
 pub struct ContextPolicy {
     pub budget_fraction: f64,
-    pub tokenizer: crate::context::Tokenizer,
+    pub tokenizer: crate::domain::tokens::Tokenizer,
     pub max_long_term: usize,
     pub max_working: usize,
     pub max_reference: usize,
@@ -493,7 +510,7 @@ impl Default for ContextPolicy {
     fn default() -> Self {
         ContextPolicy {
             budget_fraction: 0.10,
-            tokenizer: crate::context::Tokenizer::Cl100kBase,
+            tokenizer: crate::domain::tokens::Tokenizer::Cl100kBase,
             max_long_term: 5,
             max_working: 3,
             max_reference: 5,
@@ -612,8 +629,8 @@ impl Default for CleanupPolicy {
 }
 
 impl CleanupPolicy {
-    pub fn importance_rule(&self) -> crate::lifecycle::ImportanceRule {
-        crate::lifecycle::ImportanceRule {
+    pub fn importance_rule(&self) -> crate::domain::lifecycle::ImportanceRule {
+        crate::domain::lifecycle::ImportanceRule {
             heat_half_life_days: self.heat_half_life_days,
             heat_weight: self.heat_weight,
             age_weight: self.age_weight,
@@ -719,15 +736,24 @@ impl Policy {
 
     /// Checks every range; the error names the key.
     pub fn validate(&self) -> Result<()> {
+        if self.version.0 != POLICY_VERSION {
+            return Err(Error::Config {
+                key: "version".into(),
+                message: format!(
+                    "unknown policy file version {}; this Mnemo reads version {POLICY_VERSION}",
+                    self.version.0
+                ),
+            });
+        }
         let l = &self.limits;
         positive("limits.max_text_bytes", l.max_text_bytes as f64)?;
         positive("limits.max_batch", l.max_batch as f64)?;
-        if !(2..=crate::domain::memory::MAX_METADATA_BYTES).contains(&l.max_metadata_bytes) {
+        if !(2..=crate::domain::validate::MAX_METADATA_BYTES).contains(&l.max_metadata_bytes) {
             return Err(Error::Config {
                 key: "limits.max_metadata_bytes".into(),
                 message: format!(
                     "must be between 2 and {}, got {}",
-                    crate::domain::memory::MAX_METADATA_BYTES,
+                    crate::domain::validate::MAX_METADATA_BYTES,
                     l.max_metadata_bytes
                 ),
             });
@@ -855,12 +881,12 @@ impl Policy {
         unit("agent.reply_reserve_fraction", a.reply_reserve_fraction)?;
         unit("agent.compact_above_fraction", a.compact_above_fraction)?;
         positive("agent.compact_above_fraction", a.compact_above_fraction)?;
-        if a.keep_last_turns < crate::agent::prompt::ALWAYS_KEPT_TURNS {
+        if a.keep_last_turns < crate::domain::chat::ALWAYS_KEPT_TURNS {
             return Err(Error::Config {
                 key: "agent.keep_last_turns".into(),
                 message: format!(
                     "must be at least {}: the last turns are always in the prompt whole",
-                    crate::agent::prompt::ALWAYS_KEPT_TURNS
+                    crate::domain::chat::ALWAYS_KEPT_TURNS
                 ),
             });
         }
@@ -941,8 +967,8 @@ impl Policy {
 
     /// "Same fact": the configured model's similarity threshold and the
     /// lifecycle's word overlap.
-    pub fn match_rule(&self) -> crate::lifecycle::MatchRule {
-        crate::lifecycle::MatchRule {
+    pub fn match_rule(&self) -> crate::domain::lifecycle::MatchRule {
+        crate::domain::lifecycle::MatchRule {
             min_similarity: self.embedding.thresholds().reinforce_min_similarity,
             min_overlap: self.lifecycle.reinforce_min_overlap,
         }
@@ -950,8 +976,8 @@ impl Policy {
 
     /// "Corrects": the configured model's similarity threshold and the
     /// lifecycle's word overlap.
-    pub fn correction_rule(&self) -> crate::lifecycle::CorrectionRule {
-        crate::lifecycle::CorrectionRule {
+    pub fn correction_rule(&self) -> crate::domain::lifecycle::CorrectionRule {
+        crate::domain::lifecycle::CorrectionRule {
             min_similarity: self.embedding.thresholds().correction_min_similarity,
             min_overlap: self.lifecycle.correction_min_overlap,
         }
@@ -977,6 +1003,21 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_key_is_optional_and_checked() {
+        let absent = Policy::from_toml("[limits]\nmax_batch = 10\n").unwrap();
+        assert_eq!(absent.version, PolicyVersion(1));
+        let one = Policy::from_toml("version = 1\n[limits]\nmax_batch = 10\n").unwrap();
+        assert_eq!(one, absent);
+        match Policy::from_toml("version = 2\n") {
+            Err(Error::Config { key, message }) => {
+                assert_eq!(key, "version");
+                assert!(message.contains("version 2"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn the_shipped_file_parses_and_equals_the_defaults() {

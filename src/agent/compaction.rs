@@ -21,8 +21,8 @@ use chrono::{DateTime, Duration, Utc};
 use regex::Regex;
 
 use crate::agent::prompt::MESSAGE_OVERHEAD;
-use crate::context::TokenCounter;
 use crate::domain::thread::{Message, MessageRole, Summary};
+use crate::domain::tokens::TokenCounter;
 use crate::error::Result;
 use crate::policy::AgentPolicy;
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::extract::{Candidate, Extractor, RuleExtractor};
-use crate::context::ChatMessage;
+use crate::domain::chat::ChatMessage;
 use crate::domain::Kind;
 use crate::llm::json::{parse_object, text};
 use crate::llm::{ChatModel, CompletionOptions, LlmError};

@@ -18,16 +18,15 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::context::{pack, ChatMessage, TokenCounter};
+use crate::domain::chat::{ChatMessage, ALWAYS_KEPT_TURNS};
+use crate::domain::context::pack;
 use crate::domain::ranking::Hit;
+use crate::domain::tokens::TokenCounter;
 use crate::policy::ContextPolicy;
 
 /// Tokens a chat message costs besides its content (role and delimiters, as
 /// in OpenAI's accounting for chat models).
 pub const MESSAGE_OVERHEAD: usize = 4;
-
-/// Turns at the end of the history that are always included whole.
-pub const ALWAYS_KEPT_TURNS: usize = 3;
 
 /// Everything a prompt is assembled from.
 #[derive(Clone, Debug)]
@@ -92,7 +91,7 @@ pub fn assemble(
     counter: &dyn TokenCounter,
 ) -> Prompt {
     let budget_memories =
-        crate::context::budget_tokens(input.model_context_tokens, input.budget_fraction);
+        crate::domain::context::budget_tokens(input.model_context_tokens, input.budget_fraction);
     let block = pack(input.hits, budget_memories, quotas, counter);
 
     let mut t = TokenBreakdown {
@@ -163,7 +162,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::Tokenizer;
+    use crate::domain::tokens::Tokenizer;
     use crate::domain::{Memory, Tier};
     use chrono::Utc;
     use proptest::prelude::*;

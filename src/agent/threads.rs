@@ -34,16 +34,17 @@ use crate::agent::compaction::{
 use crate::agent::extract::{Extractor, RuleExtractor};
 use crate::agent::extract_model::{ModelExtractor, ModelSummarizer};
 use crate::agent::prompt::{assemble, Prompt, PromptInput, TokenBreakdown};
-use crate::context::ChatMessage;
-use crate::domain::memory::{validate_id, validate_text};
+use crate::domain::chat::ChatMessage;
 use crate::domain::thread::{
     Message, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
 };
+use crate::domain::validate::{validate_id, validate_text};
+use crate::domain::Actor;
 use crate::domain::{NewMemory, Scope, Source, Tier};
 use crate::error::{Error, Result};
 use crate::llm::{ChatModel, CompletionOptions};
-use crate::service::{Actor, Engine, SearchRequest};
-use crate::service_lifecycle::Outcome;
+use crate::service::Outcome;
+use crate::service::{Engine, SearchRequest};
 
 /// Why turns answer 503 without a model.
 pub const NO_MODEL: &str = "no chat model is configured: set the OpenAI-compatible endpoint \
@@ -320,7 +321,7 @@ impl Agent {
                 )));
             }
         }
-        self.0.engine.store().insert_thread(&thread).await?;
+        self.0.engine.threads().insert_thread(&thread).await?;
         Ok(thread)
     }
 
@@ -330,7 +331,7 @@ impl Agent {
         let thread = self
             .0
             .engine
-            .store()
+            .threads()
             .get_thread(&actor.tenant_id, id)
             .await?
             .filter(|t| actor.user_id.as_deref().is_none_or(|u| u == t.user_id))
@@ -360,7 +361,7 @@ impl Agent {
             ));
         }
         let thread = self.thread(actor, id).await?;
-        let store = self.0.engine.store();
+        let store = self.0.engine.threads();
         // HOOK(store paging): the store trait has no paged read of messages
         // yet, so this loads the thread's messages and pages them here; the
         // response is bounded, the read is not.
@@ -394,7 +395,7 @@ impl Agent {
         let stored = self
             .0
             .engine
-            .store()
+            .threads()
             .append_message(&message, payload.as_ref())
             .await?;
         if stored.role == MessageRole::User {
@@ -413,7 +414,7 @@ impl Agent {
         self.thread(actor, id).await?;
         self.0
             .engine
-            .store()
+            .threads()
             .get_payload(id, payload_id)
             .await?
             .ok_or_else(|| Error::not_found(format!("payload {payload_id}")))
@@ -504,7 +505,7 @@ impl Agent {
         validate_window(req.model_context_tokens)?;
         validate_text(&req.message, self.0.engine.policy().limits())
             .map_err(|e| rename_field(e, "message"))?;
-        let history = self.0.engine.store().thread_messages(id, true).await?;
+        let history = self.0.engine.threads().thread_messages(id, true).await?;
         self.assemble_for(&thread, &history, &req.message, req.model_context_tokens)
             .await
     }
@@ -566,7 +567,7 @@ impl Agent {
                 ));
             }
         }
-        let store = self.0.engine.store();
+        let store = self.0.engine.threads();
         let now = self.0.engine.clock().now();
         let lease = Duration::seconds(self.0.engine.policy().agent.turn_lease_secs as i64);
         let holder = format!("{}/{}", self.0.node, Uuid::now_v7());
@@ -581,7 +582,7 @@ impl Agent {
         let agent = self.clone();
         let turn = tokio::spawn(async move {
             let result = agent.turn_locked(&thread, req).await;
-            if let Err(e) = agent.0.engine.store().release_turn(id, &holder).await {
+            if let Err(e) = agent.0.engine.threads().release_turn(id, &holder).await {
                 tracing::warn!(error = %e, "releasing a turn lease failed (it expires)");
             }
             // The user's message is stored even when the model failed: extract it.
@@ -593,7 +594,7 @@ impl Agent {
     }
 
     async fn turn_locked(&self, thread: &Thread, req: TurnRequest) -> Result<TurnReply> {
-        let store = self.0.engine.store();
+        let store = self.0.engine.threads();
         let history = store.thread_messages(thread.id, true).await?;
         let (user, _) = self.new_message(
             thread,
@@ -677,7 +678,7 @@ impl Agent {
     /// reinforce on repetition, supersede on correction), then marks them
     /// done. A failed run puts its claim back, to be retried.
     pub async fn extract_pending(&self, id: Uuid) -> Result<ExtractionStats> {
-        let store = self.0.engine.store();
+        let store = self.0.engine.threads();
         let now = self.0.engine.clock().now();
         let lease = Duration::seconds(self.0.engine.policy().agent.extraction_lease_secs as i64);
         let claimed = store.claim_extraction(id, now, now + lease).await?;
@@ -728,7 +729,7 @@ impl Agent {
         // nothing for a thread that is gone. Checked here to skip the work,
         // and again in the write's transaction (`remember_from_thread`) for
         // an erasure that completes in between.
-        let store = self.0.engine.store();
+        let store = self.0.engine.threads();
         if store.get_thread(&m.tenant_id, m.thread_id).await?.is_none() {
             return Ok(());
         }
@@ -785,7 +786,7 @@ impl Agent {
         id: Uuid,
         window: usize,
     ) -> Result<Option<Compaction>> {
-        let store = self.0.engine.store();
+        let store = self.0.engine.threads();
         let Some(thread) = store.get_thread(tenant_id, id).await? else {
             return Ok(None);
         };
@@ -854,7 +855,7 @@ impl Agent {
         let due = self
             .0
             .engine
-            .store()
+            .threads()
             .idle_threads(
                 now - Duration::seconds(policy.compact_idle_secs as i64),
                 now - Duration::seconds(policy.compaction_cooldown_secs as i64),
@@ -875,20 +876,34 @@ impl Agent {
         Ok(n)
     }
 
-    /// Runs [`Agent::compact_idle`] every `agent.compaction_interval_secs`.
-    pub fn spawn_compactor(&self) -> tokio::task::JoinHandle<()> {
-        let agent = self.clone();
-        let every = StdDuration::from_secs(agent.0.engine.policy().agent.compaction_interval_secs);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                if let Err(e) = agent.compact_idle().await {
-                    tracing::warn!(error = %e, "idle compaction failed");
-                }
-            }
-        })
+    /// The background task that runs [`Agent::compact_idle`] every
+    /// `agent.compaction_interval_secs`.
+    pub fn idle_compactor(&self) -> IdleCompactor {
+        IdleCompactor(self.clone())
+    }
+}
+
+/// Compacts idle threads (see [`Agent::compact_idle`]) on a timer. It
+/// deletes nothing: compaction moves a thread's summary forward and marks
+/// the messages it covers `compacted`; every message stays in the store.
+pub struct IdleCompactor(Agent);
+
+#[async_trait::async_trait]
+impl crate::runner::PeriodicTask for IdleCompactor {
+    fn name(&self) -> &'static str {
+        "idle-compactor"
+    }
+
+    fn interval(&self) -> StdDuration {
+        StdDuration::from_secs(self.0 .0.engine.policy().agent.compaction_interval_secs)
+    }
+
+    fn run_at_start(&self) -> bool {
+        false
+    }
+
+    async fn run_once(&mut self) -> Result<()> {
+        self.0.compact_idle().await.map(|_| ())
     }
 }
 

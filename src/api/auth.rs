@@ -16,8 +16,8 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
 use super::AppState;
+use crate::domain::Actor;
 use crate::error::{Error, Result};
-use crate::service::Actor;
 
 /// How requests are authenticated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ impl FromRequestParts<AppState> for Auth {
             (Some(value), _) => {
                 let secret = bearer(value.as_bytes())?;
                 let (_, actor) =
-                    crate::keys::authenticate(state.engine.store().as_ref(), secret).await?;
+                    crate::service::keys::authenticate(state.engine.keys(), secret).await?;
                 actor
             }
         };

@@ -30,7 +30,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
@@ -213,6 +213,7 @@ impl Default for Metrics {
             s.job_last_memories.clone(),
         );
         registry.register_collector(Box::new(JobRuns));
+        registry.register_collector(Box::new(TaskRuns));
         registry.register(
             "index_lag_changes",
             "Clustered mode: change-feed entries this node's lexical index has not applied yet",
@@ -281,6 +282,51 @@ impl Collector for JobRuns {
         )?;
         for (job, outcome, n) in crate::jobs::runs::snapshot() {
             ConstCounter::new(n).encode(family.encode_family(&JobRunLabels { job, outcome })?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Background tasks of this process (`runner.rs`): runs, failures and the
+/// last run's duration, read at each scrape.
+#[derive(Debug)]
+struct TaskRuns;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabels {
+    task: &'static str,
+}
+
+impl Collector for TaskRuns {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let tasks = crate::runner::snapshot();
+        let mut family = encoder.encode_descriptor(
+            "task_runs",
+            "Background task runs in this process",
+            None,
+            MetricType::Counter,
+        )?;
+        for &(task, runs, _, _) in &tasks {
+            ConstCounter::new(runs).encode(family.encode_family(&TaskLabels { task })?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "task_failures",
+            "Background task runs that failed, in this process",
+            None,
+            MetricType::Counter,
+        )?;
+        for &(task, _, failures, _) in &tasks {
+            ConstCounter::new(failures).encode(family.encode_family(&TaskLabels { task })?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "task_last_run_duration_seconds",
+            "How long a background task's last run took, in this process",
+            None,
+            MetricType::Gauge,
+        )?;
+        for &(task, _, _, took) in &tasks {
+            ConstGauge::new(took.as_secs_f64())
+                .encode(family.encode_family(&TaskLabels { task })?)?;
         }
         Ok(())
     }
@@ -497,5 +543,25 @@ mod tests {
         assert!(m
             .render(&Gauges::default(), false)
             .contains("mnemo_erasures_total 1\n"));
+    }
+
+    #[test]
+    fn background_tasks_are_exported_with_their_counters() {
+        let counters = crate::runner::TaskCounters::of("metrics-test-task");
+        counters.record(Duration::from_millis(250), false);
+        counters.record(Duration::from_millis(500), true);
+        let text = Metrics::default().render(&Gauges::default(), false);
+        assert!(
+            text.contains("mnemo_task_runs_total{task=\"metrics-test-task\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mnemo_task_failures_total{task=\"metrics-test-task\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mnemo_task_last_run_duration_seconds{task=\"metrics-test-task\"} 0.5\n"),
+            "{text}"
+        );
     }
 }

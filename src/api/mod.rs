@@ -16,6 +16,7 @@
 pub mod auth;
 pub mod error;
 pub mod listen;
+pub mod mcp;
 pub mod metrics;
 pub mod rate_limit;
 pub mod routes;
@@ -44,13 +45,11 @@ pub use auth::AuthMode;
 pub use metrics::Metrics;
 
 use crate::agent::Agent;
+pub use crate::config::serve::MAX_BODY_CAP;
 use crate::error::Error;
 use crate::llm::ChatModel;
 use crate::policy::Policy;
 use crate::Engine;
-
-/// Hard ceiling on a request body, whatever the policy allows.
-pub const MAX_BODY_CAP: usize = 8 * 1024 * 1024;
 
 /// Size and time limits of HTTP requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,7 +308,7 @@ async fn track(State(state): State<AppState>, req: Request, next: Next) -> Respo
     // A write that committed but whose index update failed still succeeds;
     // the response says it is not searchable yet (the repair loop indexes
     // it within seconds).
-    let (mut response, unindexed) = crate::repair::track(next.run(req)).await;
+    let (mut response, unindexed) = crate::service::repair::track(next.run(req)).await;
     if unindexed && response.status().is_success() {
         response
             .headers_mut()
@@ -453,7 +452,7 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(routes::ops::readyz))
         .route("/metrics", get(routes::ops::metrics))
         .route("/openapi.json", get(routes::ops::openapi))
-        .merge(crate::mcp::http::routes(&state))
+        .merge(mcp::routes(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), track))
         .fallback(no_route)
         .with_state(state.clone());

@@ -183,6 +183,19 @@ fn embedder_error(e: impl std::fmt::Display) -> Error {
 }
 
 impl OnnxEmbedder {
+    /// The embedder of the policy's `[embedding] model`, from the asset
+    /// directory `mnemo setup` filled, shared.
+    pub fn for_policy(
+        assets_dir: &std::path::Path,
+        policy: &crate::policy::Policy,
+    ) -> Result<std::sync::Arc<dyn Embedder>> {
+        let options = EmbedderOptions::for_policy(policy)?;
+        Ok(std::sync::Arc::new(Self::load(
+            &AssetPaths::new(assets_dir),
+            options,
+        )?))
+    }
+
     /// Verifies the assets (cheaply), loads ONNX Runtime once per process and
     /// builds `options.pool_size` sessions. Blocking (≈0.1–0.5 s per session).
     pub fn load(paths: &AssetPaths, options: EmbedderOptions) -> Result<Self> {

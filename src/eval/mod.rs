@@ -234,7 +234,7 @@ pub struct EvalConfig {
     /// Where the vectors of each run live: the embedded index, or a
     /// temporary collection (named after the configured one, dropped after
     /// the run) on the clustered mode's Qdrant server.
-    pub vectors: crate::open::VectorBackend,
+    pub vectors: crate::vector::VectorBackend,
 }
 
 impl EvalConfig {
@@ -252,7 +252,7 @@ impl EvalConfig {
             strict: false,
             cache_dir: None,
             work_dir: None,
-            vectors: crate::open::VectorBackend::Embedded,
+            vectors: crate::vector::VectorBackend::Embedded,
         }
     }
 

@@ -10,8 +10,59 @@ use serde::{Deserialize, Serialize};
 
 use super::compare::Comparison;
 use super::metrics::{Latency, MetricMap};
-use super::runner::SetInfo;
+use super::similarity::Similarity;
 use super::{Error, Result, Versions};
+
+/// Query-embedding time, measured once per query (not per variant).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmbedLatency {
+    /// Queries timed.
+    pub measured: usize,
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+}
+
+/// What the report says about a set beyond its runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetInfo {
+    pub set: String,
+    pub path: String,
+    pub data_sha256: String,
+    pub documents: usize,
+    pub queries: usize,
+    /// Queries with at least one relevant judgment: the ones scored.
+    pub judged_queries: usize,
+    /// Queries without `asked_at`, run with the clock at `default_asked_at`.
+    pub queries_without_asked_at: usize,
+    /// The latest `created_at` in the corpus.
+    pub default_asked_at: chrono::DateTime<chrono::Utc>,
+    /// The `--group-by` field, when this set's documents have it.
+    pub group_by: Option<String>,
+    pub ingest_secs: f64,
+    pub ingest_per_s: f64,
+    /// Document embeddings found in the persistent cache.
+    pub embeddings_cached: usize,
+    /// Documents longer than the API's `limits.max_text_bytes`: indexed
+    /// whole by BM25 and embedded within the model's window (its first
+    /// `max_length` tokens), as an eval set is data, not an API call.
+    #[serde(default)]
+    pub documents_over_text_limit: usize,
+    /// Lines of the set's files left out (see `--strict`), with the first few.
+    #[serde(default)]
+    pub skipped_lines: usize,
+    #[serde(default)]
+    pub skipped: Vec<super::set::Skipped>,
+    /// Query embeddings found in the persistent cache.
+    #[serde(default)]
+    pub query_embeddings_cached: usize,
+    /// Query-embedding time over the queries embedded during this run (at
+    /// least the first [`MEASURED_QUERIES`]); `None` without a vector run.
+    #[serde(default)]
+    pub query_embed_ms: Option<EmbedLatency>,
+    /// The model's cosine distributions on this set (see [`super::similarity`]).
+    #[serde(default)]
+    pub similarity: Option<Similarity>,
+}
 
 /// Bumped on any incompatible change to `report.json`.
 pub const SCHEMA_VERSION: u32 = 1;

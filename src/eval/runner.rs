@@ -12,70 +12,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use super::cache::{query_key, EmbeddingCache, QueryMemo};
 use super::metrics::{self, Judgments, Latency, MetricMap};
-use super::report::Run;
+use super::report::{EmbedLatency, Run, SetInfo};
 use super::set::EvalSet;
 use super::similarity::{self, QueryPairs, Similarity};
 use super::{EvalConfig, Progress, Result};
 use crate::clock::ManualClock;
+use crate::domain::Actor;
 use crate::domain::Scope;
 use crate::embed::Embedder;
-use crate::service::{Actor, Engine, SearchRequest};
+use crate::service::{Engine, SearchRequest};
 use crate::store::{text_hash, CacheOwner};
-
-/// What the report says about a set beyond its runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SetInfo {
-    pub set: String,
-    pub path: String,
-    pub data_sha256: String,
-    pub documents: usize,
-    pub queries: usize,
-    /// Queries with at least one relevant judgment: the ones scored.
-    pub judged_queries: usize,
-    /// Queries without `asked_at`, run with the clock at `default_asked_at`.
-    pub queries_without_asked_at: usize,
-    /// The latest `created_at` in the corpus.
-    pub default_asked_at: chrono::DateTime<chrono::Utc>,
-    /// The `--group-by` field, when this set's documents have it.
-    pub group_by: Option<String>,
-    pub ingest_secs: f64,
-    pub ingest_per_s: f64,
-    /// Document embeddings found in the persistent cache.
-    pub embeddings_cached: usize,
-    /// Documents longer than the API's `limits.max_text_bytes`: indexed
-    /// whole by BM25 and embedded within the model's window (its first
-    /// `max_length` tokens), as an eval set is data, not an API call.
-    #[serde(default)]
-    pub documents_over_text_limit: usize,
-    /// Lines of the set's files left out (see `--strict`), with the first few.
-    #[serde(default)]
-    pub skipped_lines: usize,
-    #[serde(default)]
-    pub skipped: Vec<super::set::Skipped>,
-    /// Query embeddings found in the persistent cache.
-    #[serde(default)]
-    pub query_embeddings_cached: usize,
-    /// Query-embedding time over the queries embedded during this run (at
-    /// least the first [`MEASURED_QUERIES`]); `None` without a vector run.
-    #[serde(default)]
-    pub query_embed_ms: Option<EmbedLatency>,
-    /// The model's cosine distributions on this set (see [`super::similarity`]).
-    #[serde(default)]
-    pub similarity: Option<Similarity>,
-}
-
-/// Query-embedding time, measured once per query (not per variant).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EmbedLatency {
-    /// Queries timed.
-    pub measured: usize,
-    pub p50: Option<f64>,
-    pub p95: Option<f64>,
-}
 
 /// Skipped lines listed by name in the report (all are counted).
 const SKIPPED_SHOWN: usize = 20;
@@ -127,27 +75,26 @@ pub async fn run_set(
     policy.limits.max_text_bytes = api_limit.max(longest.unwrap_or(0));
     // On a Qdrant server, each run gets its own collection, dropped below.
     let vectors = match &config.vectors {
-        crate::open::VectorBackend::Server(server) => {
+        crate::vector::VectorBackend::Server(server) => {
             let mut server = server.clone();
             server.collection = format!(
                 "{}_eval_{}",
                 server.collection,
                 uuid::Uuid::new_v4().simple()
             );
-            crate::open::VectorBackend::Server(server)
+            crate::vector::VectorBackend::Server(server)
         }
         embedded => embedded.clone(),
     };
     let memo = Arc::new(QueryMemo::new(config.embedder.clone()));
-    let (engine, _) = crate::open::open_with_backend(
-        tmp.path(),
-        policy,
-        memo.clone(),
-        Arc::new(clock.clone()),
-        false,
-        &vectors,
-    )
-    .await?;
+    let engine = Engine::builder(tmp.path())
+        .policy(policy)
+        .embedder(memo.clone())
+        .clock(Arc::new(clock.clone()))
+        .vectors(vectors.clone())
+        .build()
+        .await?
+        .engine;
     let result = async {
         let model = engine.embedder().model_id().to_string();
         let mut cache = config
@@ -211,7 +158,7 @@ pub async fn run_set(
     .await;
     engine.shutdown().await.ok();
     drop(engine);
-    if let crate::open::VectorBackend::Server(server) = vectors {
+    if let crate::vector::VectorBackend::Server(server) = vectors {
         let dim = config.embedder.dim();
         let dropped = tokio::task::spawn_blocking(move || {
             crate::vector::QdrantServerIndex::connect(&server, dim)?.drop_collection()
@@ -309,7 +256,7 @@ async fn ingest(
             seeded += entries.len();
             for chunk in entries.chunks(1000) {
                 engine
-                    .store()
+                    .embedding_cache()
                     .cache_embeddings(owner, &model, chunk, None)
                     .await?;
             }
@@ -320,7 +267,8 @@ async fn ingest(
     progress.start(&format!("{}: ingest", set.name), set.docs.len() as u64);
     let started = Instant::now();
     let items = set.docs.iter().map(|d| d.memory.clone()).collect();
-    crate::ingest::add_bulk(engine, &actor, items, batch, |n| progress.advance(n as u64)).await?;
+    crate::service::ingest::add_bulk(engine, &actor, items, batch, |n| progress.advance(n as u64))
+        .await?;
     engine.commit().await?;
     engine.optimize().await?;
     let secs = started.elapsed().as_secs_f64();
@@ -331,7 +279,7 @@ async fn ingest(
         for chunk in hashes.chunks(1000) {
             all.extend(
                 engine
-                    .store()
+                    .embedding_cache()
                     .cached_embeddings(owner, &model, chunk)
                     .await?,
             );

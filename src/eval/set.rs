@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::metrics::Judgments;
 use super::{Error, Result};
-use crate::cli::CorpusLine;
+use crate::domain::corpus::CorpusLine;
 use crate::domain::{NewMemory, Tier};
 
 pub const CORPUS: &str = "corpus.jsonl";

@@ -3,7 +3,7 @@
 //! What it changes, and why each is safe:
 //! - **Importance** of every active long-term memory is recomputed from its
 //!   base importance (the writer's, or as reinforcement raised it), its access
-//!   heat and its age ([`crate::lifecycle::recomputed_importance`]). Not a
+//!   heat and its age ([`crate::domain::lifecycle::recomputed_importance`]). Not a
 //!   content change: no version bump, no audit event (like access counts).
 //!   Idempotent: the result depends on the base, never on the last result.
 //! - **Heat cooling**: a memory not accessed for `cleanup.heat_half_life_days`
@@ -19,11 +19,11 @@
 //! Never touched: reference memory (shared knowledge, curated by admins),
 //! working memory (the TTL governs it), and any memory that is not active.
 
+use crate::domain::lifecycle::cleanup_decision;
 use crate::domain::Status;
 use crate::error::Result;
 use crate::jobs::ttl::preview;
 use crate::jobs::{move_status, with_lease, JobName, Stats};
-use crate::lifecycle::cleanup_decision;
 use crate::service::Engine;
 use crate::store::{AuditAction, HeatUpdate};
 
@@ -56,7 +56,7 @@ impl WeeklyCleanup {
                 let now = engine.clock().now();
                 let mut after = None;
                 loop {
-                    let rows = engine.store().scan_for_cleanup(after, batch).await?;
+                    let rows = engine.job_store().scan_for_cleanup(after, batch).await?;
                     let Some(last) = rows.last() else { break };
                     after = Some(last.memory.id);
                     stats.scanned += rows.len() as u64;
@@ -126,7 +126,7 @@ impl WeeklyCleanup {
                         stats.add("delete", doomed.len() as u64);
                         continue;
                     }
-                    engine.store().write_heat(&heat).await?;
+                    engine.job_store().write_heat(&heat).await?;
                     let (moved, skipped) = move_status(
                         engine,
                         &doomed,

@@ -1,6 +1,6 @@
 //! Lifecycle jobs: the TTL sweep ([`ttl::TtlSweep`]) and the weekly cleanup
 //! ([`cleanup::WeeklyCleanup`]). Each is a struct with `run_once() -> Stats`;
-//! `mnemo jobs run NAME [--dry-run]` runs one on demand and [`spawn_jobs`]
+//! `mnemo jobs run NAME [--dry-run]` runs one on demand and [`LifecycleJobs`]
 //! runs both inside `mnemo serve`.
 //!
 //! Shared guarantees:
@@ -210,7 +210,7 @@ impl Lease {
             holder: format!("{}-{}", std::process::id(), Uuid::now_v7()),
         };
         if !lease.renew_inner().await? {
-            let state = engine.store().job_state(job.as_str()).await?;
+            let state = engine.job_store().job_state(job.as_str()).await?;
             return Err(Error::Conflict(format!(
                 "job {job} is already running (holder {}, lease until {})",
                 state
@@ -230,7 +230,7 @@ impl Lease {
         let now = self.engine.clock().now();
         let until = now + chrono::Duration::seconds(self.engine.policy().jobs.lease_secs as i64);
         self.engine
-            .store()
+            .job_store()
             .acquire_lease(self.job.as_str(), &self.holder, now, until)
             .await
     }
@@ -255,7 +255,7 @@ impl Lease {
             )
         });
         self.engine
-            .store()
+            .job_store()
             .release_lease(self.job.as_str(), &self.holder, done)
             .await
     }
@@ -367,7 +367,7 @@ pub async fn run(engine: &Engine, job: JobName, dry_run: bool) -> Result<Stats> 
 pub async fn cleanup_due(engine: &Engine, now: DateTime<Utc>) -> Result<bool> {
     let every = chrono::Duration::days(engine.policy().cleanup.interval_days as i64);
     let state = engine
-        .store()
+        .job_store()
         .job_state(JobName::WeeklyCleanup.as_str())
         .await?;
     Ok(state
@@ -375,38 +375,60 @@ pub async fn cleanup_due(engine: &Engine, now: DateTime<Utc>) -> Result<bool> {
         .is_none_or(|last| now - last >= every))
 }
 
-/// Starts the lifecycle jobs inside the server: every
-/// `lifecycle.sweep_interval_secs` the TTL sweep runs, then the weekly
-/// cleanup if it is due. Another instance running a job is not an error (it
-/// is logged at debug). Abort the handle at shutdown: every batch is its own
-/// transaction, so stopping between or inside batches loses nothing.
-pub fn spawn_jobs(engine: Engine) -> tokio::task::JoinHandle<()> {
-    let every = Duration::from_secs(engine.policy().lifecycle.sweep_interval_secs.max(1));
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            report(
-                run(&engine, JobName::TtlSweep, false).await,
-                JobName::TtlSweep,
-            );
-            match cleanup_due(&engine, engine.clock().now()).await {
-                Ok(true) => report(
-                    run(&engine, JobName::WeeklyCleanup, false).await,
-                    JobName::WeeklyCleanup,
-                ),
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot read the cleanup's last run"),
-            }
-        }
-    })
+/// The lifecycle jobs on a timer: the TTL sweep every
+/// `lifecycle.sweep_interval_secs`, then the weekly cleanup when
+/// `cleanup.interval_days` have passed since its last completed run. What
+/// each deletes, and why that is safe, is in `ttl.rs` and `cleanup.rs`.
+/// Another node holding a job's lease is not a failure (logged at debug).
+pub struct LifecycleJobs {
+    engine: Engine,
 }
 
-fn report(result: Result<Stats>, job: JobName) {
+impl LifecycleJobs {
+    pub fn new(engine: Engine) -> Self {
+        LifecycleJobs { engine }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::runner::PeriodicTask for LifecycleJobs {
+    fn name(&self) -> &'static str {
+        "lifecycle-jobs"
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_secs(self.engine.policy().lifecycle.sweep_interval_secs.max(1))
+    }
+
+    async fn run_once(&mut self) -> Result<()> {
+        let engine = &self.engine;
+        let sweep = report(
+            run(engine, JobName::TtlSweep, false).await,
+            JobName::TtlSweep,
+        );
+        let cleanup = match cleanup_due(engine, engine.clock().now()).await {
+            Ok(true) => report(
+                run(engine, JobName::WeeklyCleanup, false).await,
+                JobName::WeeklyCleanup,
+            ),
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
+        sweep.and(cleanup)
+    }
+}
+
+/// A run's outcome for the runner: another runner's lease is not a failure.
+fn report(result: Result<Stats>, job: JobName) -> Result<()> {
     match result {
-        Ok(_) => {}
-        Err(Error::Conflict(msg)) => tracing::debug!(job = %job, "{msg}"),
-        Err(e) => tracing::error!(job = %job, error = %e, "job failed; the next tick retries"),
+        Ok(_) => Ok(()),
+        Err(Error::Conflict(msg)) => {
+            tracing::debug!(job = %job, "{msg}");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!(job = %job, error = %e, "job failed; the next tick retries");
+            Err(e)
+        }
     }
 }

@@ -20,10 +20,10 @@
 
 use chrono::Duration;
 
+use crate::domain::lifecycle::SweepStep;
 use crate::domain::Status;
 use crate::error::Result;
 use crate::jobs::{move_status, with_lease, JobName, Stats};
-use crate::lifecycle::SweepStep;
 use crate::service::Engine;
 use crate::store::AuditAction;
 
@@ -73,7 +73,7 @@ impl TtlSweep {
                 let mut after = None;
                 loop {
                     let due = engine
-                        .store()
+                        .job_store()
                         .due_for_sweep(step, cutoff, after, batch)
                         .await?;
                     let Some(last) = due.last() else { break };
@@ -100,7 +100,7 @@ impl TtlSweep {
                         }
                         _ => {
                             let ids: Vec<_> = due.iter().map(|m| m.id).collect();
-                            let purged = engine.store().purge(&ids).await?;
+                            let purged = engine.job_store().purge(&ids).await?;
                             stats.add(step.as_str(), purged);
                             stats.conflicts += ids.len() as u64 - purged;
                         }

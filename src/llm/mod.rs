@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 
-use crate::context::ChatMessage;
+use crate::domain::chat::ChatMessage;
 use crate::error::Error;
 
 /// Why a model call failed.

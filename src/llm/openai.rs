@@ -32,7 +32,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 
 use super::{ChatModel, Completion, CompletionOptions, LlmError, RawResponse};
-use crate::context::ChatMessage;
+use crate::domain::chat::ChatMessage;
 
 pub const DEFAULT_CONTEXT_TOKENS: usize = 8192;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::json::{parse_object, text, texts};
 use super::{ChatModel, CompletionOptions, LlmError};
-use crate::context::ChatMessage;
+use crate::domain::chat::ChatMessage;
 
 /// Most characters of the summary text.
 pub const MAX_SUMMARY_CHARS: usize = 8000;

@@ -21,7 +21,6 @@
 //! Threading: handlers are async on the tokio runtime; the engine moves
 //! blocking work off it.
 
-pub mod http;
 mod render;
 pub mod stdio;
 mod tools;
@@ -35,10 +34,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 
-use crate::domain::memory::validate_id;
+use crate::domain::validate::validate_id;
+use crate::domain::Actor;
 use crate::domain::{Status, Tier};
 use crate::error::{Error, Result};
-use crate::service::Actor;
 use crate::store::ListQuery;
 use crate::Engine;
 

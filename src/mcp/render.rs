@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::context::ContextBlock;
+use crate::domain::context::ContextBlock;
 use crate::domain::ranking::Hit;
 use crate::domain::{Kind, Memory, Status};
 use crate::error::Error;
-use crate::service_lifecycle::{Outcome, Remembered};
+use crate::service::{Outcome, Remembered};
 
 /// The answer to a search that found nothing.
 pub const NO_MEMORIES: &str = "status: ok · no memories found: not an error, do not retry";

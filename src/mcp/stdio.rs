@@ -6,28 +6,13 @@
 //! stdout carries only the protocol.
 
 use anyhow::{bail, Context};
-use clap::Args;
 use rmcp::ServiceExt;
 
 use super::{session_actor, MnemoMcp};
-use crate::cli::GlobalArgs;
-use crate::domain::scope::DEFAULT_TENANT;
-use crate::service::Actor;
-
-/// Who the session acts for: `--key` (resolved like the HTTP API's keys) or,
-/// on a local install, `--user` alone (default tenant).
-#[derive(Args, Debug, Clone, Default)]
-pub struct McpArgs {
-    /// An API key (`mnemo keys create`). A user key acts for its user; an
-    /// agent or admin key needs `--user` too. Prefer the variable to the flag,
-    /// which other local users may see in the process list.
-    #[arg(long, env = "MNEMO_MCP_KEY", hide_env_values = true)]
-    pub key: Option<String>,
-    /// The user whose memories the session reaches. Alone (no key), the local
-    /// operator acting for this user of the default tenant.
-    #[arg(long, env = "MNEMO_MCP_USER")]
-    pub user: Option<String>,
-}
+use crate::config::{ensure_assets, GlobalArgs, McpArgs};
+use crate::domain::owner::DEFAULT_TENANT;
+use crate::domain::Actor;
+use crate::node::{Node, NodeParts};
 
 /// Actor id of keyless local sessions, recorded in audit events.
 pub const LOCAL_ACTOR: &str = "mcp-local";
@@ -38,14 +23,14 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
         bail!("give --user U (local install) or --key K (an API key) so that the session acts for one user");
     }
     let g = global.clone();
-    tokio::task::spawn_blocking(move || crate::cli::ensure_assets(&g))
+    tokio::task::spawn_blocking(move || ensure_assets(&g))
         .await
         .context("asset check failed")??;
-    let (engine, _report) = crate::open::open(&global.engine_config()?).await?;
+    let engine = global.engine_builder()?.build().await?.engine;
     let actor = match &args.key {
         Some(secret) => {
             let (_, actor) =
-                crate::keys::authenticate(engine.store().as_ref(), secret.trim()).await?;
+                crate::service::keys::authenticate(engine.keys(), secret.trim()).await?;
             session_actor(actor, args.user.as_deref())?
         }
         None => session_actor(
@@ -59,9 +44,9 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
         )?,
     };
     tracing::info!(key_id = %actor.id, tenant = %actor.tenant_id, "MCP session on stdio");
-    let optimizer = engine.spawn_optimizer();
-    let jobs = crate::jobs::spawn_jobs(engine.clone());
-    let repair = crate::repair::spawn_repair(&engine).await?;
+    // The same background work as `mnemo serve` (no agent loop, no
+    // follower: a stdio session is one local node).
+    let node = Node::start(engine.clone(), NodeParts::default()).await?;
     let served = async {
         let service = MnemoMcp::new(engine.clone(), actor)
             .serve(rmcp::transport::stdio())
@@ -74,10 +59,7 @@ pub async fn run(global: &GlobalArgs, args: McpArgs) -> anyhow::Result<()> {
         anyhow::Ok(())
     }
     .await;
-    optimizer.abort();
-    jobs.abort();
-    repair.abort();
-    engine.shutdown().await?;
+    node.stop().await?;
     served?;
     tracing::info!("MCP session ended: indexes committed, store checkpointed");
     Ok(())

@@ -17,10 +17,10 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{render, MnemoMcp};
-use crate::api::routes::memories::next_page;
-use crate::context::{build_context, ContextRequest};
 use crate::domain::{Kind, MemoryPatch, NewMemory, Scope, Tier};
 use crate::error::{Error, Result};
+use crate::service::next_page;
+use crate::service::ContextRequest;
 use crate::service::SearchRequest;
 
 /// What sort of statement a memory is.
@@ -387,7 +387,7 @@ impl MnemoMcp {
             ..Default::default()
         };
         Ok(render::context(
-            &build_context(&self.engine, &actor, req).await?,
+            &self.engine.build_context(&actor, req).await?,
         ))
     }
 

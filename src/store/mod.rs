@@ -16,6 +16,7 @@
 
 mod sql;
 pub mod tables;
+pub mod url;
 mod vector_blob;
 
 pub use sql::{postgres, sqlite, Dialect, GuardAt, SqlStore};
@@ -29,10 +30,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::lifecycle::SweepStep;
 use crate::domain::thread::{Message, NewMessage, Payload, Summary, Thread};
 use crate::domain::{Kind, Memory, Status, Tier};
 use crate::error::Result;
-use crate::lifecycle::SweepStep;
 use tables::{Table, Value};
 
 /// What happened to a memory, for its history.

@@ -30,6 +30,16 @@ use crate::error::Result;
 pub use self::payload_key::PayloadKey;
 pub use self::qdrant::{CollectionLayout, QdrantServerConfig, QdrantServerIndex};
 
+/// Where the vectors live.
+#[derive(Clone, Debug, Default)]
+pub enum VectorBackend {
+    /// qdrant-edge in the data directory (one node).
+    #[default]
+    Embedded,
+    /// A collection on a Qdrant server or cluster, shared by every node.
+    Server(QdrantServerConfig),
+}
+
 /// The payload a point carries besides its vector.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VectorPoint {

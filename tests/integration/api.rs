@@ -33,7 +33,7 @@ pub(crate) struct Api {
 }
 
 pub(crate) async fn key(engine: &Engine, tenant: &str, user: Option<&str>, role: Role) -> String {
-    mnemo::keys::create(engine.store().as_ref(), tenant, user, role, t0())
+    mnemo::service::keys::create(engine.store().as_ref(), tenant, user, role, t0())
         .await
         .unwrap()
         .1
@@ -603,7 +603,7 @@ async fn auth_matrix() {
         .await
         .unwrap()
         .into_iter()
-        .find(|k| k.secret_sha256 == mnemo::keys::hash_secret(&doomed))
+        .find(|k| k.secret_sha256 == mnemo::service::keys::hash_secret(&doomed))
         .unwrap()
         .id;
     assert_eq!(

@@ -4,7 +4,6 @@ use chrono::{DateTime, TimeZone, Utc};
 use mnemo::clock::{ManualClock, SharedClock};
 use mnemo::domain::{NewMemory, Tier};
 use mnemo::embed::hashing::HashingEmbedder;
-use mnemo::open::open_with;
 use mnemo::policy::Policy;
 use mnemo::Engine;
 
@@ -18,15 +17,14 @@ pub async fn engine_in(dir: &std::path::Path, clock: SharedClock) -> Engine {
 }
 
 pub async fn engine_with(dir: &std::path::Path, clock: SharedClock, policy: Policy) -> Engine {
-    let (engine, _) = open_with(
-        dir,
-        policy,
-        Arc::new(HashingEmbedder::new(64)),
-        clock,
-        false,
-    )
-    .await
-    .expect("engine opens");
+    let engine = Engine::builder(dir)
+        .policy(policy)
+        .embedder(Arc::new(HashingEmbedder::new(64)))
+        .clock(clock)
+        .build()
+        .await
+        .expect("engine opens")
+        .engine;
     engine
 }
 
@@ -48,16 +46,14 @@ pub async fn engine_on_schema(
     schema: &crate::backends::PgSchema,
 ) -> Engine {
     let store = Arc::new(schema.connect().await);
-    let (engine, _) = mnemo::open::open_with_store(
-        dir,
-        store,
-        Policy::default(),
-        Arc::new(HashingEmbedder::new(64)),
-        clock,
-        false,
-    )
-    .await
-    .expect("engine opens on PostgreSQL");
+    let engine = Engine::builder(dir)
+        .store(store)
+        .embedder(Arc::new(HashingEmbedder::new(64)))
+        .clock(clock)
+        .build()
+        .await
+        .expect("engine opens on PostgreSQL")
+        .engine;
     engine
 }
 

@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use chrono::Utc;
+use mnemo::domain::Actor;
 use mnemo::domain::{Memory, Scope, Status, Tier};
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::SearchRequest;
 use mnemo::store::sqlite::SqliteStore;
 use mnemo::store::{AuditAction, AuditEvent, Memories, MemoryStore};
+use mnemo::Engine;
 use uuid::Uuid;
 
 use crate::common::*;
@@ -63,15 +65,13 @@ async fn a_store_commit_without_its_index_update_is_repaired_at_start() {
     store.close().await.unwrap();
 
     // 3. The next start reconciles.
-    let (engine, report) = mnemo::open::open_with(
-        dir.path(),
-        Default::default(),
-        Arc::new(mnemo::embed::hashing::HashingEmbedder::new(64)),
-        clock,
-        false,
-    )
-    .await
-    .unwrap();
+    let opened = Engine::builder(dir.path())
+        .embedder(Arc::new(mnemo::embed::hashing::HashingEmbedder::new(64)))
+        .clock(clock)
+        .build()
+        .await
+        .unwrap();
+    let (engine, report) = (opened.engine, opened.reconciled);
     assert_eq!(report.store_indexed, 2);
     assert_eq!((report.lexical_added, report.vector_added), (1, 1));
     assert_eq!((report.lexical_removed, report.vector_removed), (1, 1));

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use mnemo::domain::Actor;
 use mnemo::domain::{Status, Tier};
 use mnemo::policy::Policy;
-use mnemo::service::{Actor, DocumentInput};
+use mnemo::service::DocumentInput;
 use mnemo::store::ListQuery;
 use mnemo::Engine;
 

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use mnemo::domain::Actor;
 use mnemo::domain::{MemoryPatch, NewMemory, Scope, Status, Tier};
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::SearchRequest;
 use mnemo::Error;
 
 use crate::common::*;

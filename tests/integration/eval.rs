@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::embed::onnx::OnnxEmbedder;
 use mnemo::eval::{self, EvalConfig, Preset, Variant};
+use mnemo::policy::Policy;
 
 fn write_set(dir: &Path, corpus: &[&str], queries: &[&str], qrels: &[&str]) {
     std::fs::create_dir_all(dir).unwrap();
@@ -146,7 +148,8 @@ async fn bm25_on_a_tiny_set_gives_the_hand_computed_figures() {
 #[tokio::test]
 async fn hybrid_with_the_real_embedder_finds_a_paraphrase_bm25_cannot() {
     let assets = crate::real_embedder::ensure_assets();
-    let embedder = mnemo::open::load_embedder(&assets).expect("real embedder loads");
+    let embedder =
+        OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
     let tmp = tempfile::tempdir().unwrap();
     let set = tmp.path().join("tiny");
     let queries = [r#"{"id":"q5","text":"what hot drink do I like","user_id":"u1","meta":{}}"#];

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use mnemo::agent::threads::{AppendMessage, CreateThread, ToolResult};
 use mnemo::agent::Agent;
 use mnemo::domain::thread::MessageRole;
+use mnemo::domain::Actor;
 use mnemo::domain::{MemoryPatch, NewMemory, Owner, Scope, Status, Tier};
 use mnemo::erasure_scan::{scan_dir, Needle, StoreFiles};
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::SearchRequest;
 use mnemo::store::ListQuery;
 use mnemo::Error;
 
@@ -518,14 +519,18 @@ async fn a_client_that_disconnects_does_not_stop_its_erasure() {
     request.abort();
     assert!(request.await.unwrap_err().is_cancelled());
     let v = engine.verify_erasure(&admin, "gina").await.unwrap();
-    assert_eq!(v.status, mnemo::erasure::ErasureStatus::InProgress, "{v:?}");
+    assert_eq!(
+        v.status,
+        mnemo::service::erasure::ErasureStatus::InProgress,
+        "{v:?}"
+    );
     assert!(v.pending_erasure);
     hold.release();
     // What shutdown waits for.
     engine.wait_erasures().await;
     let v = engine.verify_erasure(&admin, "gina").await.unwrap();
     assert!(v.erased, "{v:?}");
-    assert_eq!(v.status, mnemo::erasure::ErasureStatus::Erased);
+    assert_eq!(v.status, mnemo::service::erasure::ErasureStatus::Erased);
     assert_eq!(hold.entered(), 1);
     assert_eq!(
         files_containing(dir.path(), "zqxgina"),
@@ -644,7 +649,11 @@ async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
             .pending_erasure,
         "nothing was resumed yet"
     );
-    let sweep = engine.spawn_erasure_sweep(std::time::Duration::from_millis(50));
+    let mut sweep = mnemo::runner::Runner::new();
+    sweep.spawn(mnemo::service::erasure::ErasureSweep::every(
+        engine.clone(),
+        std::time::Duration::from_millis(50),
+    ));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let v = engine.verify_erasure(&admin, "ivy").await.unwrap();
@@ -657,7 +666,7 @@ async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    sweep.abort();
+    sweep.stop().await;
     engine.wait_erasures().await;
     assert_eq!(files_containing(dir.path(), "zqxivy"), Vec::<String>::new());
     // Writes are accepted again.

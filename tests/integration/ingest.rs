@@ -8,20 +8,24 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::Scope;
 use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::embed::Embedder;
-use mnemo::open::open_with;
-use mnemo::service::{Actor, SearchRequest, SEARCH_RESERVED_PERMITS};
+use mnemo::service::{SearchRequest, SEARCH_RESERVED_PERMITS};
 use mnemo::{Engine, Error};
 
 use crate::common::{long_term, HookedEmbedder};
 
 async fn engine(dir: &std::path::Path, embedder: impl Embedder + 'static) -> Engine {
     let clock = Arc::new(SystemClock);
-    let (engine, _) = open_with(dir, Default::default(), Arc::new(embedder), clock, false)
+    let engine = Engine::builder(dir)
+        .embedder(Arc::new(embedder))
+        .clock(clock)
+        .build()
         .await
-        .unwrap();
+        .unwrap()
+        .engine;
     engine
 }
 
@@ -42,7 +46,7 @@ async fn add_bulk_writes_every_item_in_order_and_embeds_each_text_once() {
         .map(|i| long_term("u", &format!("memory number {i} about topic {}", i * 7)))
         .collect();
     let mut progress = Vec::new();
-    let n = mnemo::ingest::add_bulk(&engine, &actor, items, 64, |k| progress.push(k))
+    let n = mnemo::service::ingest::add_bulk(&engine, &actor, items, 64, |k| progress.push(k))
         .await
         .unwrap();
     assert_eq!(n, 300);
@@ -78,7 +82,7 @@ async fn add_bulk_writes_every_item_in_order_and_embeds_each_text_once() {
     // A bad item fails its batch like `add` does; earlier batches stay.
     let mut items: Vec<_> = (0..10).map(|i| long_term("v", &format!("v {i}"))).collect();
     items[7].text = String::new();
-    let err = mnemo::ingest::add_bulk(&engine, &actor, items, 5, |_| {}).await;
+    let err = mnemo::service::ingest::add_bulk(&engine, &actor, items, 5, |_| {}).await;
     assert!(matches!(err, Err(Error::Invalid { .. })), "{err:?}");
 }
 

@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use mnemo::domain::Actor;
 use mnemo::domain::{MemoryPatch, Scope, Tier};
-use mnemo::service::{Actor, Legs, SearchRequest};
+use mnemo::service::{Legs, SearchRequest};
 use proptest::prelude::*;
 use uuid::Uuid;
 

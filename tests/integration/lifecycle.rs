@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use mnemo::clock::{ManualClock, SharedClock};
+use mnemo::domain::Actor;
 use mnemo::domain::{Memory, NewMemory, Scope, Status, Tier};
+use mnemo::embed::onnx::OnnxEmbedder;
 use mnemo::jobs::{self, JobName};
 use mnemo::policy::Policy;
-use mnemo::service::{Actor, SearchRequest};
-use mnemo::service_lifecycle::Outcome;
+use mnemo::service::Outcome;
+use mnemo::service::SearchRequest;
 use mnemo::store::{AuditAction, ListQuery};
 use mnemo::{Engine, Error};
 use uuid::Uuid;
@@ -25,10 +27,15 @@ fn cli() -> Actor {
 
 async fn real_engine(dir: &std::path::Path, clock: SharedClock) -> Engine {
     let assets = crate::real_embedder::ensure_assets();
-    let embedder = mnemo::open::load_embedder(&assets).expect("real embedder loads");
-    let (engine, _) = mnemo::open::open_with(dir, Policy::default(), embedder, clock, false)
+    let embedder =
+        OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
+    let engine = Engine::builder(dir)
+        .embedder(embedder)
+        .clock(clock)
+        .build()
         .await
-        .unwrap();
+        .unwrap()
+        .engine;
     engine
 }
 
@@ -70,7 +77,7 @@ fn candidate(user: &str, text: &str) -> NewMemory {
     }
 }
 
-async fn add_one(engine: &Engine, m: NewMemory) -> mnemo::service_lifecycle::Remembered {
+async fn add_one(engine: &Engine, m: NewMemory) -> mnemo::service::Remembered {
     engine
         .remember(&cli(), vec![m], true)
         .await
@@ -536,7 +543,7 @@ async fn weekly_cleanup_recomputes_importance_and_deletes_the_forgotten() {
     let u = engine.get(&cli(), used).await.unwrap();
     assert_eq!(u.status, Status::Active, "read every week: kept");
     let age_days = (clock_now(&clock) - u.created_at).num_days() as f64;
-    let cold = mnemo::lifecycle::recomputed_importance(
+    let cold = mnemo::domain::lifecycle::recomputed_importance(
         0.2,
         0.0,
         age_days,

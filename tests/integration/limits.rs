@@ -12,6 +12,7 @@ use axum::http::{header, Method, Request, StatusCode};
 use mnemo::api::{app, AppState, AuthMode};
 use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::policy::Policy;
+use mnemo::Engine;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -303,15 +304,16 @@ impl mnemo::embed::Embedder for CountingQueries {
 async fn a_flood_of_readiness_probes_embeds_once() {
     let dir = tempfile::tempdir().unwrap();
     let queries = Arc::new(AtomicUsize::new(0));
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Policy::default(),
-        Arc::new(CountingQueries(HashingEmbedder::new(64), queries.clone())),
-        Arc::new(manual()),
-        false,
-    )
-    .await
-    .unwrap();
+    let engine = Engine::builder(dir.path())
+        .embedder(Arc::new(CountingQueries(
+            HashingEmbedder::new(64),
+            queries.clone(),
+        )))
+        .clock(Arc::new(manual()))
+        .build()
+        .await
+        .unwrap()
+        .engine;
     let app = app(AppState::new(engine, AuthMode::Keys));
     let probes: Vec<_> = (0..64)
         .map(|_| {

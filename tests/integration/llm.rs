@@ -24,10 +24,13 @@ use axum::{Json, Router};
 use http_body_util::BodyExt;
 use hyper::body::Frame;
 use mnemo::api::{app, AppState, AuthMode};
-use mnemo::context::{TokenCounter, Tokenizer, FRAMING};
+use mnemo::domain::context::FRAMING;
+use mnemo::domain::tokens::{TokenCounter, Tokenizer};
+use mnemo::domain::Actor;
+use mnemo::embed::onnx::OnnxEmbedder;
 use mnemo::llm::openai::{OpenAiClient, OpenAiConfig};
 use mnemo::llm::{ChatModel, CompletionOptions, LlmError};
-use mnemo::service::Actor;
+use mnemo::policy::Policy;
 use mnemo::store::Role;
 use mnemo::Engine;
 use parking_lot::Mutex;
@@ -166,8 +169,8 @@ fn client(root: &str, mode: &str) -> OpenAiClient {
     OpenAiClient::new(config(&format!("{root}/{mode}/v1"))).unwrap()
 }
 
-fn user(text: &str) -> mnemo::context::ChatMessage {
-    mnemo::context::ChatMessage {
+fn user(text: &str) -> mnemo::domain::chat::ChatMessage {
+    mnemo::domain::chat::ChatMessage {
         role: "user".into(),
         content: text.into(),
     }
@@ -305,7 +308,7 @@ struct Mnemo {
 }
 
 async fn key(engine: &Engine, user: Option<&str>, role: Role) -> String {
-    mnemo::keys::create(engine.store().as_ref(), "acme", user, role, t0())
+    mnemo::service::keys::create(engine.store().as_ref(), "acme", user, role, t0())
         .await
         .unwrap()
         .1
@@ -683,17 +686,16 @@ async fn timed_post(
 #[ignore = "a measurement; run it by name with --ignored"]
 async fn proxy_latency() {
     let assets = crate::real_embedder::ensure_assets();
-    let embedder = mnemo::open::load_embedder(&assets).expect("real embedder loads");
+    let embedder =
+        OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
     let dir = tempfile::tempdir().unwrap();
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Default::default(),
-        embedder,
-        Arc::new(manual()),
-        false,
-    )
-    .await
-    .unwrap();
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder)
+        .clock(Arc::new(manual()))
+        .build()
+        .await
+        .unwrap()
+        .engine;
     let topics = [
         "tea", "coffee", "trains", "hiking", "jazz", "Lyon", "python", "cats",
     ];

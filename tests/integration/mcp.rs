@@ -544,7 +544,7 @@ async fn http_tools_scope_and_bad_arguments() {
     let key = |user: Option<&'static str>, role: Role| {
         let engine = engine.clone();
         async move {
-            mnemo::keys::create(engine.store().as_ref(), "acme", user, role, t0())
+            mnemo::service::keys::create(engine.store().as_ref(), "acme", user, role, t0())
                 .await
                 .unwrap()
                 .1

@@ -7,11 +7,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use mnemo::domain::Actor;
 use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::migrate::{copy_store, CopyOptions};
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::SearchRequest;
 use mnemo::store::tables::TABLES;
 use mnemo::store::{EmbeddingCache, ErasureStore, Memories, TableCopy};
+use mnemo::Engine;
 use mnemo::Error;
 
 use crate::backends::PgSchema;
@@ -115,16 +117,14 @@ async fn an_embedded_store_moves_to_postgres_and_serves_from_there() {
             counted.fetch_add(texts.len(), Ordering::Relaxed);
         },
     });
-    let (engine, report) = mnemo::open::open_with_store(
-        new_dir.path(),
-        Arc::new(target),
-        Default::default(),
-        embedder.clone(),
-        Arc::new(manual()),
-        false,
-    )
-    .await
-    .unwrap();
+    let opened = Engine::builder(new_dir.path())
+        .store(Arc::new(target))
+        .embedder(embedder.clone())
+        .clock(Arc::new(manual()))
+        .build()
+        .await
+        .unwrap();
+    let (engine, report) = (opened.engine, opened.reconciled);
     assert_eq!(report.store_indexed, 79);
     assert_eq!((report.vector_added, report.lexical_added), (79, 79));
     assert_eq!(passages.load(Ordering::Relaxed), 0, "no re-embedding");

@@ -6,9 +6,10 @@
 
 use std::sync::Arc;
 
+use mnemo::domain::Actor;
 use mnemo::domain::Scope;
 use mnemo::jobs::{self, JobName};
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::SearchRequest;
 use mnemo::store::ListQuery;
 use mnemo::Error;
 

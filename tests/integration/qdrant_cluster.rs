@@ -10,14 +10,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mnemo::clock::SystemClock;
-use mnemo::cluster::LexicalFollower;
-use mnemo::domain::scope::DEFAULT_TENANT;
+use mnemo::domain::owner::DEFAULT_TENANT;
+use mnemo::domain::Actor;
 use mnemo::domain::{Owner, Scope};
 use mnemo::embed::hashing::HashingEmbedder;
-use mnemo::open::{open_parts, VectorBackend};
-use mnemo::policy::Policy;
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::cluster::LexicalFollower;
+use mnemo::service::SearchRequest;
+use mnemo::vector::VectorBackend;
 use mnemo::vector::{QdrantServerConfig, QdrantServerIndex, VectorIndex};
 use mnemo::Engine;
 use tempfile::TempDir;
@@ -43,17 +42,14 @@ struct TwoNodes {
 
 async fn node(dir: &TempDir, schema: &PgSchema, config: &QdrantServerConfig) -> Engine {
     let store = Arc::new(schema.connect().await);
-    let (engine, _) = open_parts(
-        dir.path(),
-        store,
-        Policy::default(),
-        Arc::new(HashingEmbedder::new(DIM)),
-        Arc::new(SystemClock),
-        false,
-        &VectorBackend::Server(config.clone()),
-    )
-    .await
-    .expect("node opens on PostgreSQL + Qdrant");
+    let engine = Engine::builder(dir.path())
+        .store(store)
+        .embedder(Arc::new(HashingEmbedder::new(DIM)))
+        .vectors(VectorBackend::Server(config.clone()))
+        .build()
+        .await
+        .expect("node opens on PostgreSQL + Qdrant")
+        .engine;
     engine
 }
 

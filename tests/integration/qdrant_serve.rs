@@ -20,7 +20,7 @@ use axum::http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use mnemo::domain::scope::DEFAULT_TENANT;
+use mnemo::domain::owner::DEFAULT_TENANT;
 use mnemo::domain::Owner;
 use mnemo::vector::{QdrantServerConfig, QdrantServerIndex, VectorIndex};
 use serde_json::{json, Value};

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use axum::http::{Method, StatusCode};
 use http_body_util::BodyExt as _;
 use mnemo::api::AuthMode;
-use mnemo::context::ChatMessage;
+use mnemo::domain::chat::ChatMessage;
 use mnemo::llm::{ChatModel, Completion, CompletionOptions, LlmError, RawResponse};
 use mnemo::policy::Policy;
 use serde_json::json;

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use chrono::Duration;
+use mnemo::domain::Actor;
 use mnemo::domain::{NewMemory, Scope};
-use mnemo::service::{Actor, SearchRequest};
+use mnemo::service::SearchRequest;
 
 use crate::common::*;
 

@@ -4,12 +4,14 @@
 //! missing this test fetches them itself, and fails loudly if it cannot.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use mnemo::clock::SystemClock;
+use mnemo::domain::Actor;
 use mnemo::domain::Scope;
 use mnemo::embed::assets;
-use mnemo::service::{Actor, Legs, SearchRequest};
+use mnemo::embed::onnx::OnnxEmbedder;
+use mnemo::policy::Policy;
+use mnemo::service::{Legs, SearchRequest};
+use mnemo::Engine;
 
 use crate::common::long_term;
 
@@ -36,17 +38,15 @@ pub fn ensure_assets() -> PathBuf {
 #[tokio::test]
 async fn what_drink_does_the_user_like_finds_green_tea() {
     let assets = ensure_assets();
-    let embedder = mnemo::open::load_embedder(&assets).expect("real embedder loads");
+    let embedder =
+        OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
     let dir = tempfile::tempdir().unwrap();
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Default::default(),
-        embedder,
-        Arc::new(SystemClock),
-        false,
-    )
-    .await
-    .unwrap();
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder)
+        .build()
+        .await
+        .unwrap()
+        .engine;
     let texts = [
         "The user prefers green tea",
         "The user's car is a blue hatchback",
@@ -84,8 +84,14 @@ async fn switching_to_e5_needs_a_reindex_and_then_finds_chinese_paraphrases() {
         let assets = assets.clone();
         let dir = dir.path().to_path_buf();
         async move {
-            let embedder = mnemo::open::load_embedder_for(&assets, &policy)?;
-            mnemo::open::open_with(&dir, policy, embedder, Arc::new(SystemClock), allow).await
+            let embedder = OnnxEmbedder::for_policy(&assets, &policy)?;
+            Engine::builder(&dir)
+                .policy(policy)
+                .embedder(embedder)
+                .allow_model_change(allow)
+                .build()
+                .await
+                .map(|o| (o.engine, o.reconciled))
         }
     };
 

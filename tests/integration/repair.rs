@@ -11,11 +11,11 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use mnemo::domain::scope::IndexFilter;
-use mnemo::domain::{Owner, Scope, Status};
+use mnemo::domain::Actor;
+use mnemo::domain::{Owner, Scope};
 use mnemo::lexical::{LexicalDoc, LexicalIndex};
-use mnemo::repair::Repairer;
-use mnemo::service::{Actor, Legs, Parts, SearchRequest};
-use mnemo::store::AuditAction;
+use mnemo::service::repair::Repairer;
+use mnemo::service::{Legs, Parts, SearchRequest};
 use mnemo::vector::{VectorIndex, VectorPoint};
 use mnemo::{Engine, Error};
 use serde_json::{json, Value};
@@ -312,10 +312,7 @@ async fn repairs_by_id_and_version(engine: Engine, fail: Arc<AtomicBool>) {
         ..Default::default()
     };
     let a2 = engine.update(&actor, a.id, patch, true).await.unwrap();
-    engine
-        .set_status(&actor, b.id, Status::Deleted, AuditAction::Delete, true)
-        .await
-        .unwrap();
+    engine.delete(&actor, b.id).await.unwrap();
     fail.store(false, Ordering::SeqCst);
     assert_eq!(
         engine.lexical().versions(&[a.id]).unwrap()[&a.id],
@@ -354,10 +351,7 @@ async fn repairs_by_id_and_version(engine: Engine, fail: Arc<AtomicBool>) {
         .unwrap()[0]
         .clone();
     fail.store(false, Ordering::SeqCst);
-    engine
-        .set_status(&actor, c.id, Status::Deleted, AuditAction::Delete, true)
-        .await
-        .unwrap();
+    engine.delete(&actor, c.id).await.unwrap();
     engine.restore(&actor, c.id).await.unwrap();
     let s = repairer.catch_up().await.unwrap();
     assert_eq!((s.lexical_removed, s.vector_removed), (0, 0), "{s:?}");

@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use chrono::{Duration, TimeZone};
 use mnemo::clock::ManualClock;
-use mnemo::cluster::{LexicalFollower, NODE_LIVENESS};
-use mnemo::domain::scope::DEFAULT_TENANT;
+use mnemo::domain::lifecycle::SweepStep;
+use mnemo::domain::owner::DEFAULT_TENANT;
 use mnemo::domain::thread::{
     ExtractionState, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
 };
 use mnemo::domain::{Kind, Memory, Owner, Scope, Source, Status, Tier};
 use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::lexical::tantivy::TantivyIndex;
-use mnemo::lifecycle::SweepStep;
 use mnemo::policy::Policy;
+use mnemo::service::cluster::{LexicalFollower, NODE_LIVENESS};
 use mnemo::service::{Legs, Parts, SearchRequest};
 use mnemo::store::{
     text_hash, ApiKey, AuditAction, AuditEvent, CacheOwner, ChangeKind, HeatUpdate, ListQuery,

@@ -16,13 +16,15 @@ use mnemo::agent::extract::{Candidate, Extractor};
 use mnemo::agent::threads::{AppendMessage, CreateThread, PromptRequest};
 use mnemo::agent::Agent;
 use mnemo::api::{AppState, AuthMode};
-use mnemo::context::{ChatMessage, TokenCounter, Tokenizer};
+use mnemo::domain::chat::ChatMessage;
 use mnemo::domain::thread::{ExtractionState, MessageRole};
+use mnemo::domain::tokens::{TokenCounter, Tokenizer};
+use mnemo::domain::Actor;
 use mnemo::domain::{Kind, Status};
 use mnemo::llm::{ChatModel, Completion, CompletionOptions, LlmError};
 use mnemo::policy::Policy;
-use mnemo::service::Actor;
 use mnemo::store::{ListQuery, MemoryStore, Role};
+use mnemo::Engine;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::{Notify, Semaphore};
@@ -343,7 +345,7 @@ async fn the_prompt_endpoint_has_the_exact_shape_and_keeps_the_memory_budget() {
         // The memory block, counted with the real tokenizer, is what the breakdown says.
         let block = contents
             .iter()
-            .find(|c| c.starts_with(mnemo::context::FRAMING));
+            .find(|c| c.starts_with(mnemo::domain::context::FRAMING));
         match block {
             Some(b) => assert_eq!(counter.count(b) as u64, used),
             None => assert_eq!(used, 0),
@@ -903,15 +905,13 @@ async fn nothing_extracted_lands_when_the_user_is_erased_mid_extraction() {
             }
         },
     });
-    let (engine, _) = mnemo::open::open_with(
-        dir.path(),
-        Policy::default(),
-        embedder,
-        Arc::new(manual()),
-        false,
-    )
-    .await
-    .unwrap();
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder)
+        .clock(Arc::new(manual()))
+        .build()
+        .await
+        .unwrap()
+        .engine;
     let agent = Agent::new(engine.clone(), None);
     let zoe = user_actor("default", "zoe");
     let thread = agent

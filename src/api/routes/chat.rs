@@ -5,7 +5,7 @@
 //!    agent key must name one); an optional `X-Mnemo-Thread` header names the
 //!    thread, which scopes retrieval second (its working memory);
 //! 2. the memories for the last user message are packed by
-//!    [`build_context`] within the policy's `context.budget_fraction` of the
+//!    `Engine::build_context` within the policy's `context.budget_fraction` of the
 //!    configured model's context window, and inserted as one system message
 //!    after the caller's leading system message(s);
 //! 3. the body goes upstream with every other field untouched except `model`,
@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 use crate::api::auth::Auth;
 use crate::api::error::{ErrorBody, Json};
 use crate::api::AppState;
-use crate::context::{build_context, ContextRequest};
 use crate::error::{Error, Result};
+use crate::service::ContextRequest;
 
 /// The optional thread header.
 pub const THREAD_HEADER: HeaderName = HeaderName::from_static("x-mnemo-thread");
@@ -153,19 +153,20 @@ pub async fn chat_completions(
 
     let mut injected = 0;
     if let Some(query) = last_user_text(messages) {
-        let block = build_context(
-            &state.engine,
-            &actor,
-            ContextRequest {
-                user_id: Some(user.clone()),
-                thread_id: thread_id.clone(),
-                query: Some(query),
-                messages: None,
-                model_context_tokens: model.context_tokens(),
-                budget_fraction: None,
-            },
-        )
-        .await?;
+        let block = state
+            .engine
+            .build_context(
+                &actor,
+                ContextRequest {
+                    user_id: Some(user.clone()),
+                    thread_id: thread_id.clone(),
+                    query: Some(query),
+                    messages: None,
+                    model_context_tokens: model.context_tokens(),
+                    budget_fraction: None,
+                },
+            )
+            .await?;
         if !block.text.is_empty() {
             injected = block.memory_ids.len();
             let at = insertion_index(messages);

@@ -5,8 +5,9 @@ use axum::extract::State;
 use crate::api::auth::Auth;
 use crate::api::error::{ErrorBody, Json};
 use crate::api::AppState;
-use crate::context::{build_context, ContextBlock, ContextRequest};
+use crate::domain::context::ContextBlock;
 use crate::error::Result;
+use crate::service::ContextRequest;
 
 /// Build the memory block for a prompt: the user's relevant memories, packed
 /// within `budget_fraction` of `model_context_tokens`.
@@ -27,5 +28,5 @@ pub async fn context(
     Auth(actor): Auth,
     Json(req): Json<ContextRequest>,
 ) -> Result<Json<ContextBlock>> {
-    Ok(Json(build_context(&state.engine, &actor, req).await?))
+    Ok(Json(state.engine.build_context(&actor, req).await?))
 }

@@ -16,7 +16,7 @@ use crate::api::auth::Auth;
 use crate::api::error::{ErrorBody, Json};
 use crate::api::AppState;
 use crate::error::Result;
-use crate::export::ImportReport;
+use crate::service::export::ImportReport;
 
 /// The largest import body (an export of a user with 10k memories and their
 /// history is a few MB).

@@ -29,10 +29,10 @@ use crate::api::auth::{require_admin, Auth, AuthMode};
 use crate::api::error::{ErrorBody, Json, Query};
 use crate::api::routes::memories::parse_id;
 use crate::api::AppState;
+use crate::domain::Actor;
 use crate::domain::Memory;
 use crate::error::{Error, Result};
 use crate::jobs::JobName;
-use crate::service::Actor;
 use crate::store::{ApiKey, ListQuery, Role};
 
 /// Who the presented key is.
@@ -403,7 +403,7 @@ pub struct KeysResponse {
 async fn tenant_keys(state: &AppState, actor: &Actor) -> Result<Vec<ApiKey>> {
     Ok(state
         .engine
-        .store()
+        .keys()
         .list_api_keys()
         .await?
         .into_iter()
@@ -467,14 +467,9 @@ pub async fn create_key(
         .ok_or_else(|| Error::invalid("role", "role must be admin, agent or user"))?;
     let user = body.user_id.as_deref().filter(|u| !u.is_empty());
     let now = state.engine.clock().now();
-    let (key, secret) = crate::keys::create(
-        state.engine.store().as_ref(),
-        &actor.tenant_id,
-        user,
-        role,
-        now,
-    )
-    .await?;
+    let (key, secret) =
+        crate::service::keys::create(state.engine.keys(), &actor.tenant_id, user, role, now)
+            .await?;
     tracing::info!(key_id = %key.id, role = role.as_str(), "API key created");
     Ok((
         StatusCode::CREATED,
@@ -510,7 +505,7 @@ pub async fn revoke_key(
         .find(|k| k.id == id && k.revoked_at.is_none())
         .ok_or_else(missing)?;
     let now = state.engine.clock().now();
-    if !state.engine.store().revoke_api_key(&key.id, now).await? {
+    if !state.engine.keys().revoke_api_key(&key.id, now).await? {
         return Err(missing());
     }
     tracing::info!(key_id = %key.id, "API key revoked");
@@ -564,7 +559,7 @@ pub async fn jobs(State(state): State<AppState>, Auth(actor): Auth) -> Result<Js
     let now = Utc::now();
     let mut jobs = Vec::new();
     for job in JobName::ALL {
-        let s = state.engine.store().job_state(job.as_str()).await?;
+        let s = state.engine.job_store().job_state(job.as_str()).await?;
         jobs.push(JobView {
             job: job.as_str().into(),
             interval_secs: interval_secs(&state, job),
@@ -699,7 +694,7 @@ pub async fn index(State(state): State<AppState>, Auth(actor): Auth) -> Result<J
         lexical_lag: store_indexed as i64 - lexical_docs as i64,
         vector_lag: store_indexed as i64 - vector_points as i64,
         embedding_queue_depth: state.engine.embedding_queue_depth() as u64,
-        change_feed_head: state.engine.store().change_feed_head().await?,
+        change_feed_head: state.engine.feed().change_feed_head().await?,
         memories,
     }))
 }

@@ -13,6 +13,7 @@ use crate::api::error::{ErrorBody, Json, Query};
 use crate::api::AppState;
 use crate::domain::{Kind, Memory, MemoryPatch, NewMemory, Status, Tier};
 use crate::error::{Error, Result};
+use crate::service::next_page;
 use crate::store::{AuditEvent, ListQuery};
 
 type Metadata = serde_json::Map<String, serde_json::Value>;
@@ -373,17 +374,6 @@ pub async fn list(
         memories,
         next_cursor,
     }))
-}
-
-/// Cuts a listing fetched with `limit + 1` to `limit`; the cursor of the next
-/// page when there was more (shared with MCP `list_pending`).
-pub(crate) fn next_page(memories: &mut Vec<Memory>, limit: usize) -> Option<String> {
-    if memories.len() > limit {
-        memories.truncate(limit);
-        memories.last().map(|m| m.id.to_string())
-    } else {
-        None
-    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -1,6 +1,6 @@
 //! Handlers, one file per area. Every handler authenticates with
 //! [`crate::api::auth::Auth`] and calls the [`crate::Engine`] (or
-//! `context::build_context`, which is built on it); nothing here touches a
+//! `Engine::build_context`, which is built on it); nothing here touches a
 //! backend directly.
 
 pub mod chat;

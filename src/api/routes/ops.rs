@@ -9,7 +9,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
-use uuid::Uuid;
 
 use crate::api::auth::{require_admin, Auth, AuthMode};
 use crate::api::error::{ErrorBody, Json};
@@ -27,7 +26,7 @@ pub struct Health {
     pub checks: BTreeMap<String, String>,
     /// `/readyz` only: how far the index repair loop is behind the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub index_lag: Option<crate::repair::IndexLag>,
+    pub index_lag: Option<crate::service::repair::IndexLag>,
 }
 
 /// `/readyz` is 503 when the oldest change the repair loop has not applied
@@ -113,7 +112,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 /// One full check of the store, the indexes and the embedder.
 async fn check_components(state: &AppState) -> BTreeMap<String, String> {
     let mut checks = BTreeMap::new();
-    let store = match state.engine.store().get(Uuid::nil()).await {
+    let store = match state.engine.store_ready().await {
         Ok(_) => "ok".to_string(),
         Err(e) => {
             tracing::warn!(error = %e, "readiness: store check failed");
@@ -156,7 +155,7 @@ pub async fn metrics(
     if state.auth == AuthMode::Keys {
         require_admin(&actor, "read metrics")?;
     }
-    let stats = state.engine.store().stats().await?;
+    let stats = state.engine.store_stats().await?;
     let gauges = Gauges {
         // Every tier and status, zeros included: a series that vanishes
         // reads as "unknown", not as "none".
@@ -174,10 +173,10 @@ pub async fn metrics(
             })
             .collect(),
         embedding_queue_depth: state.engine.embedding_queue_depth(),
-        active_api_keys: Some(state.engine.store().count_active_api_keys().await?),
+        active_api_keys: Some(state.engine.keys().count_active_api_keys().await?),
         jobs: job_gauges(&state).await?,
-        index_feed: match crate::cluster::applied_position() {
-            Some(applied) => Some((state.engine.store().change_feed_head().await?, applied)),
+        index_feed: match crate::service::cluster::applied_position() {
+            Some(applied) => Some((state.engine.feed().change_feed_head().await?, applied)),
             None => None,
         },
     };
@@ -210,7 +209,7 @@ async fn job_gauges(state: &AppState) -> Result<Vec<crate::api::metrics::JobGaug
     let now = chrono::Utc::now();
     let mut out = Vec::new();
     for job in crate::jobs::JobName::ALL {
-        let Some(s) = state.engine.store().job_state(job.as_str()).await? else {
+        let Some(s) = state.engine.job_store().job_state(job.as_str()).await? else {
             out.push(crate::api::metrics::JobGauge {
                 job: job.as_str().into(),
                 ..Default::default()

@@ -1,6 +1,6 @@
 //! Review of candidate memories and corrections: confirm or reject a pending
 //! candidate, restore a soft-deleted one, supersede a memory with a corrected
-//! text. Each is one engine call (`service_lifecycle.rs`), audited there.
+//! text. Each is one engine call (`service/review.rs`), audited there.
 //! Pending candidates are listed with `GET /v1/memories?status=pending`.
 
 use axum::extract::{Path, State};

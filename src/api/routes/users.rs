@@ -19,8 +19,8 @@ use utoipa::ToSchema;
 use crate::api::auth::Auth;
 use crate::api::error::{ErrorBody, Json};
 use crate::api::AppState;
-use crate::erasure::{ErasureReceipt, ErasureStatus, ErasureVerification};
 use crate::error::Result;
+use crate::service::erasure::{ErasureReceipt, ErasureStatus, ErasureVerification};
 
 /// An erasure still running when the DELETE answered (202).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

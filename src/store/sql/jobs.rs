@@ -13,9 +13,9 @@ use uuid::Uuid;
 
 use super::rows::row_to_memory;
 use super::D;
+use crate::domain::lifecycle::SweepStep;
 use crate::domain::Memory;
 use crate::error::Result;
-use crate::lifecycle::SweepStep;
 use crate::store::sql::{from_ms, ms, SqlStore, COLUMNS};
 use crate::store::{CleanupRow, HeatUpdate, JobState, JobStore};
 

@@ -377,6 +377,56 @@ pub async fn spawn_repair(engine: &Engine) -> Result<tokio::task::JoinHandle<()>
     Ok(Repairer::new(engine.clone()).await?.spawn(every))
 }
 
+/// The repair loop as a background task on the node's runner
+/// (`runner.rs`), at `indexing.repair_interval_secs`. It deletes only index
+/// entries the store no longer indexes (re-read from the store first).
+pub struct RepairTask {
+    repairer: Repairer,
+    every: Duration,
+    _running: RunningFlag,
+}
+
+impl RepairTask {
+    pub async fn new(engine: &Engine) -> Result<Self> {
+        let every = Duration::from_secs(engine.policy().indexing.repair_interval_secs.max(1));
+        let status = engine.repair_status().clone();
+        let repairer = Repairer::new(engine.clone()).await?;
+        status.running.store(true, Ordering::Relaxed);
+        Ok(RepairTask {
+            repairer,
+            every,
+            _running: RunningFlag(status),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::runner::PeriodicTask for RepairTask {
+    fn name(&self) -> &'static str {
+        "index-repair"
+    }
+
+    fn interval(&self) -> Duration {
+        self.every
+    }
+
+    async fn run_once(&mut self) -> Result<()> {
+        let s = self.repairer.run_once().await?;
+        if s.lexical_repaired() + s.vector_repaired() > 0 {
+            tracing::warn!(
+                lexical_upserted = s.lexical_upserted,
+                lexical_removed = s.lexical_removed,
+                vector_upserted = s.vector_upserted,
+                vector_removed = s.vector_removed,
+                erasures_reapplied = s.erasures_reapplied,
+                position = s.position,
+                "repaired the indexes from the store"
+            );
+        }
+        Ok(())
+    }
+}
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await

@@ -1,7 +1,7 @@
 //! The memory lifecycle's pure rules: when two texts state the same fact,
 //! when a text is an explicit correction, how importance follows access heat
 //! and age, and which sweep step a memory is due for. No I/O: the service
-//! ([`crate::service_lifecycle`]) and the jobs ([`crate::jobs`]) apply them.
+//! (`service/remember.rs`) and the jobs ([`crate::jobs`]) apply them.
 //!
 //! Both "same fact" and "correction" are deliberately conservative: a false
 //! merge loses a memory's meaning (two facts become one), a missed merge only

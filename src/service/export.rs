@@ -36,10 +36,11 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use uuid::Uuid;
 
-use crate::domain::memory::validate_id;
-use crate::erasure::ErasureReceipt;
+use crate::domain::validate::validate_id;
+use crate::domain::Actor;
 use crate::error::{Error, Result};
-use crate::service::{Actor, Engine};
+use crate::service::erasure::ErasureReceipt;
+use crate::service::Engine;
 use crate::store::tables::{ColumnType, Table, Value, USER_TABLES};
 
 /// The format of the records; bumped when a table's columns change.

@@ -11,10 +11,10 @@ use chrono::{DateTime, Utc};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use crate::domain::memory::validate_id;
+use crate::domain::validate::validate_id;
+use crate::domain::Actor;
 use crate::error::{Error, Result};
-use crate::service::Actor;
-use crate::store::{ApiKey, MemoryStore, Role};
+use crate::store::{ApiKey, KeyStore, Role};
 
 /// The prefix of every secret, so that leaked keys are recognisable by scanners.
 pub const SECRET_PREFIX: &str = "mnemo_";
@@ -34,7 +34,7 @@ fn random_hex(bytes: usize) -> String {
 /// exists outside the caller's hands). A `user` key needs a user id; an
 /// `admin` key must not have one (it acts for the whole tenant).
 pub async fn create(
-    store: &dyn MemoryStore,
+    store: &dyn KeyStore,
     tenant_id: &str,
     user_id: Option<&str>,
     role: Role,
@@ -86,7 +86,7 @@ pub fn actor_for(key: &ApiKey) -> Actor {
 
 /// Resolves a presented secret. Unknown and revoked keys are the same
 /// `Unauthenticated` error, so a caller cannot tell which.
-pub async fn authenticate(store: &dyn MemoryStore, secret: &str) -> Result<(ApiKey, Actor)> {
+pub async fn authenticate(store: &dyn KeyStore, secret: &str) -> Result<(ApiKey, Actor)> {
     let invalid = || Error::Unauthenticated("invalid or revoked API key".into());
     if !secret.starts_with(SECRET_PREFIX) || secret.len() > 256 {
         return Err(invalid());

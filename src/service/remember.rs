@@ -1,10 +1,9 @@
-//! The memory lifecycle on the engine: what a write does when the fact is
-//! already known (reinforce, promote a pending candidate), when it corrects
-//! an earlier memory (supersede), and the reviewer's actions on a memory
-//! (confirm, reject, restore). Same path for every entry point: `add` calls
-//! [`Engine::remember`]; the HTTP routes call `confirm`/`reject`/
-//! `supersede`/`restore`. The rules themselves are pure, in
-//! [`crate::lifecycle`].
+//! Remembering: what a write does when the fact is already known (reinforce,
+//! promote a pending candidate) and when it corrects an earlier memory
+//! (supersede). Same path for every entry point: `add` calls
+//! [`Engine::remember`]; the reviewer's actions are in `review.rs`. The
+//! rules themselves are pure, in
+//! [`crate::domain::lifecycle`].
 //!
 //! Every change is one store transaction with its audit events, then the
 //! indexes follow (as for every write; `reconcile` repairs a crash between).
@@ -14,12 +13,13 @@ use std::collections::HashMap;
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::domain::lifecycle::{correction_cue, corrects, same_fact};
 use crate::domain::scope::{IndexFilter, ScopeClause};
+use crate::domain::Actor;
 use crate::domain::{Memory, NewMemory, Status, Tier};
 use crate::error::{Error, Result};
-use crate::lifecycle::{correction_cue, corrects, same_fact};
-use crate::service::{Actor, Engine};
-use crate::store::{text_hash, AuditAction, AuditEvent, ListQuery, ThreadRef};
+use crate::service::Engine;
+use crate::store::{text_hash, AuditAction, AuditEvent, ThreadRef};
 
 /// What a write did with one item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -412,173 +412,5 @@ impl Engine {
             batch.events.push(c);
         }
         batch.change(existing, r);
-    }
-
-    /// Confirms a pending candidate: it becomes active and searchable.
-    /// `Conflict` if it is not pending.
-    pub async fn confirm(&self, actor: &Actor, id: Uuid) -> Result<Memory> {
-        self.transition(
-            actor,
-            id,
-            &[Status::Pending],
-            Status::Active,
-            AuditAction::Confirm,
-        )
-        .await
-    }
-
-    /// Rejects a pending candidate: soft-deleted (restorable until purged by
-    /// `lifecycle.deleted_retention_days`). `Conflict` if it is not pending.
-    pub async fn reject(&self, actor: &Actor, id: Uuid) -> Result<Memory> {
-        self.transition(
-            actor,
-            id,
-            &[Status::Pending],
-            Status::Deleted,
-            AuditAction::Reject,
-        )
-        .await
-    }
-
-    /// Brings back a deleted, archived or expired memory as active, until the
-    /// TTL sweep purges it. An expiry already past is cleared (restoring is
-    /// an explicit wish to keep it). A superseded memory is history: restore
-    /// its successor's predecessor by superseding again instead.
-    pub async fn restore(&self, actor: &Actor, id: Uuid) -> Result<Memory> {
-        self.transition(
-            actor,
-            id,
-            &[Status::Deleted, Status::Archived, Status::Expired],
-            Status::Active,
-            AuditAction::Restore,
-        )
-        .await
-    }
-
-    /// Replaces a memory's statement with a corrected one: a new memory (same
-    /// owner, tier, kind, thread, importance, metadata and source) linked to
-    /// the old, which becomes `superseded` and leaves retrieval. Both stay in
-    /// the store; [`Engine::lineage`] and `history` show them.
-    pub async fn supersede(
-        &self,
-        actor: &Actor,
-        id: Uuid,
-        text: impl Into<String>,
-    ) -> Result<Remembered> {
-        let old = self.get(actor, id).await?;
-        let new = NewMemory {
-            tier: Some(old.tier),
-            user_id: old.user_id.clone(),
-            thread_id: old.thread_id.clone(),
-            kind: Some(old.kind),
-            text: text.into(),
-            importance: Some(old.importance),
-            confidence: Some(old.confidence),
-            source: old.source.clone(),
-            metadata: old.metadata.clone(),
-            supersedes: Some(id),
-            ..Default::default()
-        };
-        let mut out = self.remember(actor, vec![new], true).await?;
-        Ok(out.remove(0))
-    }
-
-    /// Every version of a fact, oldest first: follows `supersedes` back and
-    /// `superseded_by` forward from `id`.
-    pub async fn lineage(&self, actor: &Actor, id: Uuid) -> Result<Vec<Memory>> {
-        let start = self.get(actor, id).await?;
-        let mut before = Vec::new();
-        let mut cursor = start.supersedes;
-        while let Some(p) = cursor {
-            match self.store().get(p).await? {
-                Some(m) if actor.can_read(&m) && before.len() < 1000 => {
-                    cursor = m.supersedes;
-                    before.push(m);
-                }
-                _ => break,
-            }
-        }
-        before.reverse();
-        let mut cursor = start.superseded_by;
-        before.push(start);
-        while let Some(n) = cursor {
-            match self.store().get(n).await? {
-                Some(m) if actor.can_read(&m) && before.len() < 2000 => {
-                    cursor = m.superseded_by;
-                    before.push(m);
-                }
-                _ => break,
-            }
-        }
-        Ok(before)
-    }
-
-    /// Pending candidates awaiting review, in id (creation) order.
-    pub async fn pending(
-        &self,
-        actor: &Actor,
-        user_id: Option<&str>,
-        after: Option<Uuid>,
-        limit: usize,
-    ) -> Result<Vec<Memory>> {
-        self.list(
-            actor,
-            ListQuery {
-                user_id: user_id.map(str::to_string),
-                status: Some(Status::Pending),
-                after,
-                limit,
-                ..Default::default()
-            },
-        )
-        .await
-    }
-
-    /// Moves one memory from one of `from` to `to`, audited, indexes following.
-    async fn transition(
-        &self,
-        actor: &Actor,
-        id: Uuid,
-        from: &[Status],
-        to: Status,
-        action: AuditAction,
-    ) -> Result<Memory> {
-        let old = self.get(actor, id).await?;
-        if !actor.can_write(&old) {
-            return Err(Error::Forbidden(
-                "only admin keys may change reference memory".into(),
-            ));
-        }
-        if !from.contains(&old.status) {
-            return Err(Error::Conflict(format!(
-                "memory {id} is {}; {} applies to {} memories",
-                old.status,
-                action.as_str(),
-                from.iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            )));
-        }
-        let now = self.clock().now();
-        let mut new = old.clone();
-        new.status = to;
-        new.updated_at = now;
-        new.version = old.version + 1;
-        if action == AuditAction::Restore && new.expires_at.is_some_and(|e| e <= now) {
-            new.expires_at = None;
-        }
-        let mut event = AuditEvent::for_memory(&new, action, &actor.id, now);
-        event.details = serde_json::json!({"from": old.status, "to": to});
-        self.store()
-            .update(&[(new.clone(), old.version)], &[event])
-            .await?;
-        if to.is_indexed() {
-            self.index_committed(std::slice::from_ref(&new), vec![], None, true)
-                .await;
-        } else {
-            self.unindex(vec![id], true).await;
-        }
-        Ok(new)
     }
 }

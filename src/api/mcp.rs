@@ -2,10 +2,10 @@
 //! as the REST API (same request ids, tracing, timeout and metrics).
 //!
 //! Authentication is the REST API's: `Authorization: Bearer <key>` resolved by
-//! [`crate::api::auth::Auth`] before the MCP service sees the request (401 with
+//! [`super::auth::Auth`] before the MCP service sees the request (401 with
 //! the JSON error shape otherwise). A user key acts for its user; an agent or
 //! admin key must name the user in `X-Mnemo-User` (as REST requests name it
-//! in `user_id`); see [`super::session_actor`]. In `--insecure-dev` mode a
+//! in `user_id`); see [`crate::mcp::session_actor`]. In `--insecure-dev` mode a
 //! keyless request is the local operator and so needs `X-Mnemo-User` too.
 //!
 //! The service is stateless and answers in JSON: every POST carries its own
@@ -24,10 +24,10 @@ use axum::Router;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{session_actor, MnemoMcp, RequestActor, USER_HEADER};
-use crate::api::auth::Auth;
-use crate::api::{AppState, AuthMode};
+use super::auth::Auth;
+use super::{AppState, AuthMode};
 use crate::error::{Error, Result};
+use crate::mcp::{session_actor, MnemoMcp, RequestActor, USER_HEADER};
 
 /// The path MCP is served at.
 pub const PATH: &str = "/mcp";

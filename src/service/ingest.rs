@@ -19,9 +19,10 @@ use std::future::Future;
 
 use tokio::sync::mpsc;
 
+use crate::domain::Actor;
 use crate::domain::NewMemory;
 use crate::error::Result;
-use crate::service::{Actor, Engine};
+use crate::service::Engine;
 
 /// Batches waiting between the two stages.
 pub const DEPTH: usize = 2;

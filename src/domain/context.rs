@@ -2,77 +2,23 @@
 //! policy share (default 10%) of the model's context window, counted with a
 //! real tokenizer, filled by per-tier quotas, de-duplicated, each labelled with
 //! tier, kind and date, under a line framing them as background to be ignored
-//! when irrelevant. The HTTP `/v1/context` route, MCP `get_context` and the
-//! agent loop's prompt assembly all use [`build_context`].
+//! when irrelevant. Pure: [`pack`] takes ranked hits, a budget and a token
+//! counter. The search that feeds it is `Engine::build_context`
+//! (`service/context.rs`); the agent loop's prompt assembly packs too.
 
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
-use tiktoken_rs::CoreBPE;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::ranking::Hit;
-use crate::domain::{Scope, Tier};
-use crate::error::{Error, Result};
+use crate::domain::tokens::TokenCounter;
+use crate::domain::Tier;
 use crate::policy::ContextPolicy;
-use crate::service::{Actor, Engine, SearchRequest};
 
 /// The framing line of every non-empty memory block.
 pub const FRAMING: &str = "Background memories (possibly outdated or irrelevant: use them only if they help with the current request, otherwise ignore them):";
-
-/// Counts tokens the way the target model does.
-pub trait TokenCounter: Send + Sync {
-    fn count(&self, text: &str) -> usize;
-}
-
-/// Which BPE to count with; `cl100k_base` by default (GPT-3.5/4-era models and
-/// a fair estimate for most others), `o200k_base` for newer OpenAI models.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Tokenizer {
-    #[default]
-    Cl100kBase,
-    O200kBase,
-}
-
-impl Tokenizer {
-    fn bpe(self) -> &'static CoreBPE {
-        match self {
-            Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton(),
-        }
-    }
-}
-
-impl TokenCounter for Tokenizer {
-    fn count(&self, text: &str) -> usize {
-        self.bpe().encode_with_special_tokens(text).len()
-    }
-}
-
-/// A chat message, as agents send them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct ChatMessage {
-    pub role: String,
-    pub content: String,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ContextRequest {
-    /// Required unless the key is bound to a user.
-    pub user_id: Option<String>,
-    pub thread_id: Option<String>,
-    /// What to find memories for; or give `messages`.
-    pub query: Option<String>,
-    /// The conversation so far; the last user message becomes the query.
-    pub messages: Option<Vec<ChatMessage>>,
-    /// The model's context window, in tokens.
-    pub model_context_tokens: usize,
-    /// Share of the window the memory block may use (policy default 0.10).
-    pub budget_fraction: Option<f64>,
-}
 
 /// One memory in the block.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -180,61 +126,10 @@ pub fn budget_tokens(model_context_tokens: usize, fraction: f64) -> usize {
     (model_context_tokens as f64 * fraction).floor() as usize
 }
 
-/// Builds the memory block for a request: validates, searches the user's
-/// tiers (working memory when a thread is given), and packs the hits.
-pub async fn build_context(
-    engine: &Engine,
-    actor: &Actor,
-    req: ContextRequest,
-) -> Result<ContextBlock> {
-    let policy = engine.policy();
-    if !(256..=10_000_000).contains(&req.model_context_tokens) {
-        return Err(Error::invalid(
-            "model_context_tokens",
-            "model_context_tokens must be between 256 and 10000000",
-        ));
-    }
-    let fraction = req
-        .budget_fraction
-        .unwrap_or(policy.context.budget_fraction);
-    if !(fraction > 0.0 && fraction <= 1.0) {
-        return Err(Error::invalid(
-            "budget_fraction",
-            "budget_fraction must be greater than 0 and at most 1",
-        ));
-    }
-    let query = match (&req.query, &req.messages) {
-        (Some(q), _) => q.clone(),
-        (None, Some(messages)) => messages
-            .iter()
-            .rev()
-            .find(|m| m.role == "user")
-            .or(messages.last())
-            .map(|m| m.content.clone())
-            .ok_or_else(|| Error::invalid("messages", "messages must not be empty"))?,
-        (None, None) => {
-            return Err(Error::invalid("query", "give a query or messages"));
-        }
-    };
-    let user = actor
-        .user_for(req.user_id.as_deref())?
-        .ok_or_else(|| Error::invalid("user_id", "user_id is required"))?;
-    let mut scope = Scope::user(user);
-    scope.tenant_id = actor.tenant_id.clone();
-    scope.thread_id = req.thread_id.clone();
-    let c = &policy.context;
-    let mut search = SearchRequest::new(scope, query);
-    search.top_k = Some(
-        (c.max_long_term + c.max_working + c.max_reference + 10).min(policy.retrieval.max_top_k),
-    );
-    let hits = engine.search(search).await?.hits;
-    let budget = budget_tokens(req.model_context_tokens, fraction);
-    Ok(pack(&hits, budget, c, &policy.context.tokenizer))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::tokens::Tokenizer;
     use crate::domain::Memory;
     use chrono::{TimeZone, Utc};
     use proptest::prelude::*;

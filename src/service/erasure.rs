@@ -31,7 +31,7 @@
 //! the erasure. A second request for the same user while one runs joins it
 //! (same receipt); shutdown waits for running erasures
 //! ([`Engine::wait_erasures`]). An intent whose task died with its node (or
-//! failed) is resumed by the periodic sweep ([`Engine::spawn_erasure_sweep`],
+//! failed) is resumed by the periodic sweep ([`ErasureSweep`],
 //! every [`ERASURE_SWEEP_INTERVAL`]) once two consecutive sweeps have seen it
 //! pending and not running here, and at every start. Several nodes may resume
 //! the same intent at once: harmless, every step is idempotent.
@@ -44,7 +44,7 @@
 //! refused with 409.
 //!
 //! In clustered mode the other nodes' lexical indexes follow the store's
-//! change feed (see [`crate::cluster`]): the erasure receipt of step 3 is the
+//! change feed (see [`crate::service::cluster`]): the erasure receipt of step 3 is the
 //! feed entry that makes each of them delete and purge the user's documents,
 //! and verification waits for every live node to have applied it.
 //!
@@ -65,10 +65,11 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{watch, RwLock, RwLockReadGuard};
 use utoipa::ToSchema;
 
-use crate::domain::memory::validate_existing_id;
+use crate::domain::validate::validate_existing_id;
+use crate::domain::Actor;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
-use crate::service::{Actor, Engine};
+use crate::service::Engine;
 
 /// What an erasure removed, store by store.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -132,7 +133,7 @@ pub struct ErasureVerification {
     pub last_erasure_at: Option<DateTime<Utc>>,
 }
 
-/// How often [`Engine::spawn_erasure_sweep`] looks for intents to resume.
+/// How often [`ErasureSweep`] looks for intents to resume.
 /// An intent is resumed once two consecutive sweeps found it pending and not
 /// running on this node, so it is at least this old.
 pub const ERASURE_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -426,7 +427,8 @@ impl Engine {
             .map_err(|e| Error::internal(format!("verification task failed: {e}")))??;
         let last_erasure_at = self.store().last_erasure(&actor.tenant_id, &user).await?;
         let live_since = self.clock().now()
-            - chrono::Duration::from_std(crate::cluster::NODE_LIVENESS).map_err(Error::internal)?;
+            - chrono::Duration::from_std(crate::service::cluster::NODE_LIVENESS)
+                .map_err(Error::internal)?;
         let nodes = self
             .store()
             .erasure_progress(Owner::user(&actor.tenant_id, &user).as_str(), live_since)
@@ -515,27 +517,51 @@ impl Engine {
         }
         Ok(started)
     }
+}
 
-    /// Runs [`Engine::sweep_erasures`] every `every` until aborted.
-    pub fn spawn_erasure_sweep(&self, every: Duration) -> tokio::task::JoinHandle<()> {
-        let engine = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut feed =
-                crate::erasure_feed::FeedPruner::new(crate::erasure_feed::FEED_PRUNE_GRACE);
-            loop {
-                tick.tick().await;
-                if let Err(e) = engine.sweep_erasures().await {
-                    tracing::warn!(error = %e, "erasure sweep failed; it runs again");
-                }
-                if let Err(e) = feed
-                    .run_once(engine.store().as_ref(), engine.clock().now())
-                    .await
-                {
-                    tracing::warn!(error = %e, "change feed pruning failed; it runs again");
-                }
-            }
-        })
+/// Resumes erasures whose task died with another node, or failed: runs
+/// [`Engine::sweep_erasures`] every [`ERASURE_SWEEP_INTERVAL`]. What it
+/// deletes is what the recorded intent already promised to delete; every
+/// step is idempotent, so two nodes resuming the same intent is harmless.
+/// Each pass then prunes the change feed (`erasure_feed.rs`: entries every
+/// live node has applied, after a grace period).
+pub struct ErasureSweep {
+    engine: Engine,
+    every: Duration,
+    feed: crate::erasure_feed::FeedPruner,
+}
+
+impl ErasureSweep {
+    pub fn new(engine: Engine) -> Self {
+        Self::every(engine, ERASURE_SWEEP_INTERVAL)
+    }
+
+    /// A sweep at another interval (tests).
+    pub fn every(engine: Engine, every: Duration) -> Self {
+        ErasureSweep {
+            engine,
+            every,
+            feed: crate::erasure_feed::FeedPruner::new(crate::erasure_feed::FEED_PRUNE_GRACE),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::runner::PeriodicTask for ErasureSweep {
+    fn name(&self) -> &'static str {
+        "erasure-sweep"
+    }
+
+    fn interval(&self) -> Duration {
+        self.every
+    }
+
+    async fn run_once(&mut self) -> Result<()> {
+        let swept = self.engine.sweep_erasures().await;
+        let pruned = self
+            .feed
+            .run_once(self.engine.store().as_ref(), self.engine.clock().now())
+            .await;
+        swept.and(pruned).map(|_| ())
     }
 }

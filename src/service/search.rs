@@ -1,0 +1,232 @@
+//! Hybrid search: both legs under the same scope filter (inside each index),
+//! fused, hydrated from the store (which re-checks scope, status and expiry
+//! against the source of truth), then ranked with decay and importance.
+//! Access is recorded by a background task.
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{blocking, Engine};
+use crate::domain::ranking::{self, Candidates, Hit, RankingParams};
+use crate::domain::rerank::{self, QueryTerms};
+use crate::domain::validate::validate_text;
+use crate::domain::Scope;
+use crate::error::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Legs {
+    Lexical,
+    Vector,
+    #[default]
+    Hybrid,
+}
+
+/// A search, already scoped.
+#[derive(Clone, Debug)]
+pub struct SearchRequest {
+    pub scope: Scope,
+    pub query: String,
+    pub top_k: Option<usize>,
+    pub legs: Legs,
+    /// Overrides the policy's ranking (evaluation presets).
+    pub ranking: Option<RankingParams>,
+    /// Whether time decay applies (evaluation presets switch it off).
+    pub decay: bool,
+    /// Metadata equality filters, applied to the hydrated memories.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub created_after: Option<DateTime<Utc>>,
+    pub created_before: Option<DateTime<Utc>>,
+    /// Whether returned hits count as accessed (evaluation says no).
+    pub record_access: bool,
+}
+
+impl SearchRequest {
+    pub fn new(scope: Scope, query: impl Into<String>) -> Self {
+        SearchRequest {
+            scope,
+            query: query.into(),
+            top_k: None,
+            legs: Legs::Hybrid,
+            ranking: None,
+            decay: true,
+            metadata: Default::default(),
+            created_after: None,
+            created_before: None,
+            record_access: true,
+        }
+    }
+}
+
+/// Hits and where the time went.
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    pub hits: Vec<Hit>,
+    pub embed_ms: f64,
+    pub total_ms: f64,
+    pub stages: SearchStages,
+}
+
+/// Milliseconds per stage of one search (`/metrics` exports them). The two
+/// legs run concurrently, so the stages can add up to more than the total.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SearchStages {
+    /// Embedding the query.
+    pub embed_ms: f64,
+    /// The BM25 leg (tantivy).
+    pub lexical_ms: f64,
+    /// The vector leg's index query, after embedding.
+    pub vector_ms: f64,
+    /// Fusing the two candidate lists.
+    pub fuse_ms: f64,
+    /// Reading the candidates from the store and re-checking their scope.
+    pub hydrate_ms: f64,
+    /// Decay, importance and the final cut to `top_k`.
+    pub rank_ms: f64,
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+impl Engine {
+    /// Hybrid search within a scope.
+    pub async fn search(&self, req: SearchRequest) -> Result<SearchResult> {
+        let started = Instant::now();
+        req.scope.validate()?;
+        let query = req.query.trim().to_string();
+        if query.is_empty() {
+            return Err(Error::invalid("query", "query must not be empty"));
+        }
+        validate_text(&query, self.0.policy.limits())?;
+        let policy = &self.0.policy;
+        let top_k = req.top_k.unwrap_or(policy.retrieval.default_top_k);
+        if top_k == 0 || top_k > policy.retrieval.max_top_k {
+            return Err(Error::invalid(
+                "top_k",
+                format!("top_k must be between 1 and {}", policy.retrieval.max_top_k),
+            ));
+        }
+        let n = policy.candidates(top_k);
+        let filter = req.scope.filter();
+        if filter.clauses.is_empty() {
+            return Ok(SearchResult {
+                hits: vec![],
+                embed_ms: 0.0,
+                total_ms: 0.0,
+                stages: SearchStages::default(),
+            });
+        }
+
+        let lexical_leg = async {
+            if req.legs == Legs::Vector {
+                return Ok((Vec::new(), 0.0, None));
+            }
+            let lexical = self.0.lexical.clone();
+            let (q, f) = (query.clone(), filter.clone());
+            blocking(move || {
+                let t = Instant::now();
+                let hits = lexical.search(&q, &f, n)?;
+                let terms = lexical.query_terms(&q)?;
+                Ok((hits, ms_since(t), terms))
+            })
+            .await
+        };
+        let vector_leg = async {
+            if req.legs == Legs::Lexical {
+                return Ok((Vec::new(), 0.0, 0.0, 1.0));
+            }
+            let _permit = self.embed_permit()?;
+            let embedder = self.0.embedder.clone();
+            let vectors = self.0.vectors.clone();
+            let (q, f) = (query.clone(), filter.clone());
+            let min_sim = policy.min_vector_similarity();
+            blocking(move || {
+                let t = Instant::now();
+                let v = embedder.embed_query(&q)?;
+                let embed_ms = ms_since(t);
+                let t = Instant::now();
+                let mut hits = vectors.search(&v, &f, n)?;
+                hits.retain(|(_, s)| *s >= min_sim);
+                Ok((hits, embed_ms, ms_since(t), embedder.known_token_share(&q)))
+            })
+            .await
+        };
+        let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
+        let (lexical, lexical_ms, terms): (Candidates, f64, Option<QueryTerms>) = lexical?;
+        let (vector, embed_ms, vector_ms, vector_confidence): (Candidates, f64, f64, f32) = vector?;
+
+        let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
+        let t = Instant::now();
+        let scales = ranking::QueryScales {
+            lexical_full_match: terms.as_ref().map(|t| t.full_match_score),
+            vector_confidence,
+        };
+        let fused = ranking::fuse_scaled(&lexical, &vector, params.fusion, scales);
+        let fuse_ms = ms_since(t);
+        let t = Instant::now();
+        let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
+        let now = self.0.clock.now();
+        let mut memories = self.0.store.get_many(&ids).await?;
+        // The store is the truth: re-check scope, status and expiry there, so
+        // that index lag can never return another user's or a deleted memory.
+        memories.retain(|_, m| {
+            filter.matches(&m.owner(), m.tier, m.thread_id.as_deref(), m.status, m.kind)
+                && m.tenant_id == req.scope.tenant_id
+                && m.expires_at.is_none_or(|e| e > now)
+                && req.created_after.is_none_or(|a| m.created_at >= a)
+                && req.created_before.is_none_or(|b| m.created_at < b)
+                && req
+                    .metadata
+                    .iter()
+                    .all(|(k, v)| m.metadata.get(k) == Some(v))
+        });
+        let hydrate_ms = ms_since(t);
+        let t = Instant::now();
+        let use_decay = req.decay;
+        let window = params.rerank.map_or(top_k, |r| r.depth.max(top_k));
+        let hits = ranking::rank(
+            fused,
+            &memories,
+            now,
+            &params,
+            |m| {
+                if use_decay {
+                    policy.half_life_days(m)
+                } else {
+                    None
+                }
+            },
+            window,
+        );
+        let mut hits = match (&params.rerank, &terms) {
+            (Some(r), Some(terms)) => {
+                rerank::rerank(hits, terms, crate::lexical::analyzer::analyze, r)
+            }
+            _ => hits,
+        };
+        hits.truncate(top_k);
+        let rank_ms = ms_since(t);
+        if req.record_access && !hits.is_empty() {
+            let ids = hits.iter().map(|h| h.memory.id).collect();
+            // Off the request path; if the recorder is saturated, skip.
+            let _ = self.0.access_tx.try_send((ids, now));
+        }
+        Ok(SearchResult {
+            hits,
+            embed_ms,
+            total_ms: ms_since(started),
+            stages: SearchStages {
+                embed_ms,
+                lexical_ms,
+                vector_ms,
+                fuse_ms,
+                hydrate_ms,
+                rank_ms,
+            },
+        })
+    }
+}
