@@ -1281,49 +1281,10 @@ mod binary {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    use axum::body::Bytes;
-    use axum::http::{Method, Request, StatusCode};
-    use http_body_util::{BodyExt, Full};
-    use hyper_util::client::legacy::Client;
-    use hyper_util::rt::TokioExecutor;
-    use serde_json::{json, Value};
+    use axum::http::{Method, StatusCode};
+    use serde_json::json;
 
-    type Http = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-    async fn req(
-        http: &Http,
-        method: Method,
-        url: &str,
-        key: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut b = Request::builder()
-            .method(method)
-            .uri(url)
-            .header("authorization", format!("Bearer {key}"));
-        if body.is_some() {
-            b = b.header("content-type", "application/json");
-        }
-        let body = body.map(|v| Bytes::from(v.to_string())).unwrap_or_default();
-        let res = http
-            .request(b.body(Full::new(body)).unwrap())
-            .await
-            .unwrap();
-        let status = res.status();
-        let bytes = res.into_body().collect().await.unwrap().to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
-
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    }
+    use crate::over_http::{call as req, free_port, http, wait_ready};
 
     #[tokio::test]
     async fn serve_binary_add_search_context_delete_over_http() {
@@ -1372,34 +1333,15 @@ mod binary {
             .spawn()
             .unwrap();
         let base = format!("http://127.0.0.1:{port}");
-        let http: Http = Client::builder(TokioExecutor::new()).build_http();
-
-        let started = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!(
-                    "mnemo serve exited early ({status}): {}",
-                    std::fs::read_to_string(&log_path).unwrap_or_default()
-                );
-            }
-            let ready = http
-                .request(
-                    Request::get(format!("{base}/readyz"))
-                        .body(Full::new(Bytes::new()))
-                        .unwrap(),
-                )
-                .await
-                .map(|r| r.status() == StatusCode::OK)
-                .unwrap_or(false);
-            if ready {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(180),
-                "server not ready in 180 s"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let http = http();
+        wait_ready(
+            &http,
+            &base,
+            &mut child,
+            &log_path,
+            Duration::from_secs(180),
+        )
+        .await;
 
         let secret_text = "The user prefers green tea";
         let (status, body) = req(

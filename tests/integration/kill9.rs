@@ -14,48 +14,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
+use axum::http::{Method, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use mnemo::domain::Owner;
 use mnemo::erasure_scan::{scan_dir, Needle, StoreFiles};
 use serde_json::{json, Value};
 
-type Http = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-async fn req(
-    http: &Http,
-    method: Method,
-    url: &str,
-    key: &str,
-    body: Option<Value>,
-) -> Option<(StatusCode, Value)> {
-    let mut b = Request::builder()
-        .method(method)
-        .uri(url)
-        .header("authorization", format!("Bearer {key}"));
-    if body.is_some() {
-        b = b.header("content-type", "application/json");
-    }
-    let body = body.map(|v| Bytes::from(v.to_string())).unwrap_or_default();
-    let res = http.request(b.body(Full::new(body)).unwrap()).await.ok()?;
-    let status = res.status();
-    let bytes = res.into_body().collect().await.ok()?.to_bytes();
-    Some((
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    ))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::over_http::{free_port, try_call as req, wait_ready, Http};
 
 struct Server {
     child: Child,
@@ -96,32 +62,15 @@ async fn serve(http: &Http, data: &Path, assets: &Path, log: &Path) -> Server {
         child,
         base: format!("http://127.0.0.1:{port}"),
     };
-    let started = Instant::now();
-    loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            panic!(
-                "mnemo serve exited early ({status}): {}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        let ready = http
-            .request(
-                Request::get(format!("{}/readyz", server.base))
-                    .body(Full::new(Bytes::new()))
-                    .unwrap(),
-            )
-            .await
-            .map(|r| r.status() == StatusCode::OK)
-            .unwrap_or(false);
-        if ready {
-            return server;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "server not ready in 300 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_ready(
+        http,
+        &server.base,
+        &mut server.child,
+        log,
+        Duration::from_secs(300),
+    )
+    .await;
+    server
 }
 
 fn admin_key(data: &Path) -> String {

@@ -15,11 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use axum::http::{Method, StatusCode};
 use mnemo::domain::owner::DEFAULT_TENANT;
 use mnemo::domain::Owner;
 use mnemo::vector::{QdrantServerConfig, QdrantServerIndex, VectorIndex};
@@ -28,50 +24,10 @@ use sqlx::Connection;
 use tempfile::TempDir;
 
 use crate::backends::PgSchema;
+use crate::over_http::{call, free_port, http, wait_ready, Http};
 
 /// all-MiniLM-L6-v2, the default model.
 const DIM: usize = 384;
-
-type Http = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-fn http() -> Http {
-    Client::builder(TokioExecutor::new()).build_http()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn call(
-    http: &Http,
-    method: Method,
-    url: &str,
-    key: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut b = Request::builder()
-        .method(method)
-        .uri(url)
-        .header("authorization", format!("Bearer {key}"));
-    if body.is_some() {
-        b = b.header("content-type", "application/json");
-    }
-    let body = body.map(|v| Bytes::from(v.to_string())).unwrap_or_default();
-    let res = http
-        .request(b.body(Full::new(body)).unwrap())
-        .await
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
-    let status = res.status();
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
 
 /// What both nodes share: the schema, the collection, the binary's flags.
 struct Cluster {
@@ -151,7 +107,7 @@ impl Cluster {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let node = Node {
+        let mut node = Node {
             child,
             base: format!("http://127.0.0.1:{port}"),
             log,
@@ -211,29 +167,15 @@ struct Node {
 }
 
 impl Node {
-    async fn wait_ready(&self) {
-        let http = http();
-        let started = Instant::now();
-        loop {
-            let ready = http
-                .request(
-                    Request::get(format!("{}/readyz", self.base))
-                        .body(Full::new(Bytes::new()))
-                        .unwrap(),
-                )
-                .await
-                .map(|r| r.status() == StatusCode::OK)
-                .unwrap_or(false);
-            if ready {
-                return;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(180),
-                "node not ready in 180 s: {}",
-                log_of(&self.log)
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+    async fn wait_ready(&mut self) {
+        wait_ready(
+            &http(),
+            &self.base,
+            &mut self.child,
+            &self.log,
+            Duration::from_secs(180),
+        )
+        .await;
     }
 
     fn url(&self, path: &str) -> String {
