@@ -1465,9 +1465,14 @@ async fn evals_run_in_the_background_for_admins_only() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), Arc::new(manual()), Policy::default()).await;
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval_sets");
-    let state = AppState::new(engine.clone(), AuthMode::Keys).with_evals(
-        mnemo::api::routes::evals::EvalJobs::new(root, dir.path().join("evals")),
-    );
+    // The evaluation runs on a runner, as under `mnemo serve` (the node's).
+    let runner = mnemo::runner::Runner::new();
+    let state = AppState::new(engine.clone(), AuthMode::Keys)
+        .with_evals(mnemo::api::routes::evals::EvalJobs::new(
+            root,
+            dir.path().join("evals"),
+        ))
+        .with_tasks(runner.spawner());
     let app = app(state);
     let admin = key(&engine, "acme", None, Role::Admin).await;
     let agent = key(&engine, "acme", None, Role::Agent).await;
@@ -1542,6 +1547,34 @@ async fn evals_run_in_the_background_for_admins_only() {
     )
     .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // Counted with the other background work, and done by stop.
+    let metrics = app
+        .clone()
+        .oneshot(
+            Request::get("/metrics")
+                .header("authorization", format!("Bearer {admin}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8(
+        metrics
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    assert!(
+        text.contains("mnemo_task_runs_total{task=\"evaluation\"}"),
+        "{text}"
+    );
+    let spawner = runner.spawner();
+    runner.stop().await;
+    assert_eq!(spawner.running(), 0);
 }
 
 #[tokio::test]
