@@ -42,7 +42,8 @@
 //!
 //! **Errors.** An unreachable server or a timed-out request is
 //! [`Error::Unavailable`] naming the URL (HTTP 503); anything else the server
-//! refuses is [`Error::Vector`].
+//! refuses is [`Error::Vector`] holding a [`VectorError::Server`] whose
+//! source is qdrant-client's error.
 
 use std::future::Future;
 use std::time::Duration;
