@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::error::Result;
 
@@ -114,7 +113,7 @@ pub struct Runner {
 #[derive(Clone, Debug, Default)]
 pub struct Spawner {
     cancel: CancellationToken,
-    tracker: TaskTracker,
+    running: Arc<Mutex<JoinSet<()>>>,
 }
 
 impl Spawner {
@@ -129,7 +128,10 @@ impl Spawner {
     {
         let counters = TaskCounters::of(name);
         let run = work(self.cancel.clone());
-        self.tracker.spawn(async move {
+        let mut running = self.running.lock();
+        // Forget the work that has finished (a panic was already reported).
+        while running.try_join_next().is_some() {}
+        running.spawn(async move {
             let started = Instant::now();
             let result = run.await;
             counters.record(started.elapsed(), result.is_err());
@@ -141,7 +143,19 @@ impl Spawner {
 
     /// One-shot work still running.
     pub fn running(&self) -> usize {
-        self.tracker.len()
+        let mut running = self.running.lock();
+        while running.try_join_next().is_some() {}
+        running.len()
+    }
+
+    /// Waits for every piece of work started so far to return.
+    async fn wait(&self) {
+        let mut all = std::mem::take(&mut *self.running.lock());
+        while let Some(done) = all.join_next().await {
+            if let Err(e) = done {
+                tracing::error!(error = %e, "one-shot background work panicked");
+            }
+        }
     }
 }
 
@@ -157,7 +171,7 @@ impl Runner {
         Runner {
             oneshots: Spawner {
                 cancel: cancel.clone(),
-                tracker: TaskTracker::new(),
+                running: Default::default(),
             },
             cancel,
             tasks: Vec::new(),
@@ -223,12 +237,11 @@ impl Runner {
                 tracing::error!(task = name, error = %e, "background task panicked");
             }
         }
-        self.oneshots.tracker.close();
         let running = self.oneshots.running();
         if running > 0 {
             tracing::info!(running, "waiting for one-shot background work to stop");
         }
-        self.oneshots.tracker.wait().await;
+        self.oneshots.wait().await;
     }
 }
 

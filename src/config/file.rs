@@ -131,7 +131,15 @@ impl ConfigFile {
                 .map_err(|message| config_err(self.named(&entry.key), message))?;
             let value = entry.value.clone();
             let hide = arg.is_hide_env_values_set();
-            let set = move |a: Arg| a.default_value(value).hide_default_value(hide);
+            let set = move |a: Arg| {
+                let a = a.default_value(value);
+                // A secret's value stays out of --help, like its variable's.
+                if hide {
+                    a.hide_default_value(true)
+                } else {
+                    a
+                }
+            };
             cmd = if arg.is_global_set() {
                 cmd.mut_arg(entry.id.as_str(), set)
             } else {
