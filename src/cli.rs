@@ -7,7 +7,7 @@ use anyhow::{bail, Context};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::config::{ensure_assets, given, setup_scope, ExplicitGlobals, GlobalArgs};
+use crate::config::{config_path, ensure_assets, setup_scope, ConfigFile, GlobalArgs};
 use crate::domain::corpus::CorpusLine;
 use crate::domain::Actor;
 use crate::domain::{Kind, NewMemory, Scope, Tier};
@@ -25,16 +25,37 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Parses the command line (exits with usage on error), recording which
-/// global paths were given explicitly.
+/// Parses the command line; exits with usage on a usage error, and with the
+/// error on a bad `--config` file.
 pub fn parse() -> Cli {
-    let matches = Cli::command().get_matches();
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    cli.global.explicit = ExplicitGlobals {
-        data_dir: given(&matches, "data_dir"),
-        assets_dir: given(&matches, "assets_dir"),
+    match try_parse_from(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => match e.downcast::<clap::Error>() {
+            Ok(usage) => usage.exit(),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                std::process::exit(1)
+            }
+        },
+    }
+}
+
+/// Parses `args` with the `--config` file (when one is named) under the
+/// variables and flags: a first pass finds the file, whose values become
+/// the defaults of their flags (`config/file.rs`) for the second.
+pub fn try_parse_from<I, T>(args: I) -> anyhow::Result<Cli>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let matches = Cli::command().try_get_matches_from(&args)?;
+    let Some(path) = config_path(&matches) else {
+        return Ok(Cli::from_arg_matches(&matches)?);
     };
-    cli
+    let command = ConfigFile::load(&path)?.apply(Cli::command())?;
+    let matches = command.try_get_matches_from(&args)?;
+    Ok(Cli::from_arg_matches(&matches)?)
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,9 +124,10 @@ pub enum Command {
     /// Run the HTTP API (JSON under /v1) on the embedded defaults.
     ///
     /// Configuration, lowest to highest precedence: built-in defaults, the
-    /// `--config` TOML file (keys named like the flags in snake_case, plus
-    /// `data_dir`, `policy`, `assets_dir`), `MNEMO_*` environment variables,
-    /// flags. `MNEMO_LOG` sets the log filter (e.g. `info,mnemo=debug`).
+    /// `--config` TOML file (keys named like the flags, `serve`'s and the
+    /// global ones, in snake_case: `listen`, `data_dir`, …; the `--llm-*`
+    /// ones in `[llm]`), `MNEMO_*` environment variables, flags. `MNEMO_LOG`
+    /// sets the log filter (e.g. `info,mnemo=debug`).
     ///
     /// Without `--insecure-dev`, every /v1 request needs
     /// `Authorization: Bearer <key>`; create keys with `mnemo keys create`.
@@ -529,18 +551,9 @@ async fn stats(g: &GlobalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--config` is read by [`try_parse_from`]: its `data_dir` and
+/// `database_url` are already in `g`.
 async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
-    use crate::config::serve::{layered_globals, ConfigFile};
-    let config = match &cmd {
-        KeysCommand::Create { config, .. }
-        | KeysCommand::List { config, .. }
-        | KeysCommand::Revoke { config, .. } => config.clone(),
-    };
-    let file = match &config {
-        Some(p) => ConfigFile::load(p)?,
-        None => ConfigFile::default(),
-    };
-    let g = layered_globals(g, &file);
     let store = StoreUrl::resolve(&g.data_dir, g.database_url.as_deref())?
         .open(g.db_pool_size())
         .await?;
@@ -943,4 +956,245 @@ async fn run_job(
     }
     println!("{stats}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! Configuration layering through the real two-pass parse: built-in
+    //! defaults < `--config` file < `MNEMO_*` < flags.
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::serve::DEFAULT_LISTEN;
+    use crate::config::{LogFormat, ServeArgs, ServeConfig};
+    use crate::llm::openai::DEFAULT_TIMEOUT_SECS;
+
+    /// Tests that read `MNEMO_*` variables, or set them, take turns.
+    static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// `mnemo serve [flags]` with `file` as its `--config` (when given).
+    fn serve_args(flags: &[&str], file: Option<&str>) -> anyhow::Result<(ServeArgs, GlobalArgs)> {
+        let dir = tempfile::tempdir()?;
+        let mut argv = vec!["mnemo".to_string(), "serve".to_string()];
+        if let Some(text) = file {
+            let path = dir.path().join("mnemo.toml");
+            std::fs::write(&path, text)?;
+            argv.extend(["--config".to_string(), path.display().to_string()]);
+        }
+        argv.extend(flags.iter().map(|f| f.to_string()));
+        let cli = try_parse_from(argv)?;
+        match cli.command {
+            Command::Serve(args) => Ok((args, cli.global)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn serve(flags: &[&str], file: Option<&str>) -> anyhow::Result<ServeConfig> {
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let (args, global) = serve_args(flags, file)?;
+        Ok(ServeConfig::resolve(&args, &global)?)
+    }
+
+    #[test]
+    fn defaults_then_file_then_flags() {
+        let c = serve(&[], None).unwrap();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.log_format, LogFormat::Human);
+        assert_eq!(c.request_timeout, Duration::from_secs(30));
+        let file = "listen = \"0.0.0.0:9000\"\nlog_format = \"json\"\ndata_dir = \"/srv/mnemo\"\nrequest_timeout_secs = 5\n";
+        let c = serve(&[], Some(file)).unwrap();
+        assert_eq!(c.listen.to_string(), "0.0.0.0:9000");
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.global.data_dir, PathBuf::from("/srv/mnemo"));
+        assert_eq!(c.request_timeout, Duration::from_secs(5));
+        // A flag (or its variable) beats the file.
+        let c = serve(
+            &[
+                "--listen",
+                "127.0.0.1:1234",
+                "--request-timeout-secs",
+                "7",
+                "--data-dir",
+                "/flag",
+            ],
+            Some("listen = \"0.0.0.0:9000\"\ndata_dir = \"/file\"\n"),
+        )
+        .unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:1234");
+        assert_eq!(c.request_timeout, Duration::from_secs(7));
+        assert_eq!(c.global.data_dir, PathBuf::from("/flag"));
+        // A global flag before the subcommand counts as well.
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.toml");
+        std::fs::write(&path, "data_dir = \"/file\"\n").unwrap();
+        let cli = try_parse_from([
+            "mnemo",
+            "--data-dir",
+            "/flag",
+            "serve",
+            "--config",
+            path.to_str().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(cli.global.data_dir, PathBuf::from("/flag"));
+    }
+
+    #[test]
+    fn the_environment_beats_the_file_and_flags_beat_the_environment() {
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let file = "request_timeout_secs = 5\nlisten = \"0.0.0.0:9000\"\n[llm]\nmodel = \"file-model\"\nbase_url = \"http://h/v1\"\n";
+        std::env::set_var("MNEMO_REQUEST_TIMEOUT_SECS", "11");
+        std::env::set_var("MNEMO_LLM_MODEL", "env-model");
+        let env_only = serve_args(&[], Some(file));
+        let with_flags = serve_args(
+            &["--request-timeout-secs", "13", "--llm-model", "flag-model"],
+            Some(file),
+        );
+        std::env::remove_var("MNEMO_REQUEST_TIMEOUT_SECS");
+        std::env::remove_var("MNEMO_LLM_MODEL");
+        let (args, _) = env_only.unwrap();
+        assert_eq!(args.request_timeout_secs, Some(11), "variable over file");
+        assert_eq!(args.llm_model.as_deref(), Some("env-model"));
+        assert_eq!(
+            args.listen,
+            Some("0.0.0.0:9000".parse().unwrap()),
+            "file where no variable"
+        );
+        let (args, _) = with_flags.unwrap();
+        assert_eq!(args.request_timeout_secs, Some(13), "flag over variable");
+        assert_eq!(args.llm_model.as_deref(), Some("flag-model"));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_in_the_file_are_errors_naming_the_key() {
+        for (file, key) in [
+            ("listn = \"x\"", "listn"),
+            ("[llm]\nurl = \"x\"\n", "llm.url"),
+            ("llm_model = \"m\"", "llm_model"),
+            ("config = \"other.toml\"", "config"),
+            ("request_timeout_secs = \"soon\"", "request_timeout_secs"),
+            ("insecure_dev = \"yes please\"", "insecure_dev"),
+            ("log_format = \"xml\"", "log_format"),
+            ("listen = \"nowhere\"", "listen"),
+        ] {
+            let err = serve(&[], Some(file)).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("mnemo.toml: {key}`")),
+                "{file}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused() {
+        assert!(serve(&[], Some("listen = \"nowhere\"")).is_err());
+        let err = serve(&["--insecure-dev", "--listen", "0.0.0.0:8420"], None).unwrap_err();
+        assert!(err.to_string().contains("127.0.0.1"), "{err}");
+        assert!(serve(&["--insecure-dev"], None).is_ok());
+        let c = serve(&[], Some("insecure_dev = true\n")).unwrap();
+        assert!(c.insecure_dev, "a switch can be set in the file");
+        assert!(serve(&["--max-body-bytes", "67108864"], None).is_err());
+    }
+
+    #[test]
+    fn the_database_url_layers_like_the_paths_and_is_validated() {
+        let file = "database_url = \"postgres://m:m@db:5432/mnemo\"\ndb_pool_size = 20\n";
+        let c = serve(&[], Some(file)).unwrap();
+        assert_eq!(
+            c.global.database_url.as_deref(),
+            Some("postgres://m:m@db:5432/mnemo")
+        );
+        assert_eq!(c.global.engine_builder().unwrap().pool_size(), 20);
+        // The flag (or MNEMO_DATABASE_URL) wins over the file.
+        let c = serve(
+            &["--database-url", "postgres://flag/db"],
+            Some("database_url = \"postgres://file/db\"\n"),
+        )
+        .unwrap();
+        assert_eq!(c.global.database_url.as_deref(), Some("postgres://flag/db"));
+        // Without one: SQLite in the data directory, default pool size.
+        let c = serve(&[], None).unwrap();
+        let e = c.global.engine_builder().unwrap();
+        assert_eq!((e.database_url_given(), e.pool_size()), (None, 10));
+        for bad in ["database_url = \"mysql://x/y\"", "db_pool_size = 0"] {
+            assert!(serve(&[], Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_llm_section_is_layered_and_validated() {
+        assert!(serve(&[], None).unwrap().llm.is_none());
+        let file = "[llm]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"qwen2.5\"\napi_key = \"sk-file\"\ncontext_tokens = 32768\n";
+        let c = serve(&[], Some(file)).unwrap().llm.unwrap();
+        assert_eq!(c.model, "qwen2.5");
+        assert_eq!(c.api_key.as_deref(), Some("sk-file"));
+        assert_eq!(c.context_tokens, 32768);
+        assert_eq!(c.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECS));
+        assert!(!format!("{c:?}").contains("sk-file"));
+        // The file's key is not shown as a default in --help either.
+        let mut cmd = ConfigFile::parse(file)
+            .unwrap()
+            .apply(Cli::command())
+            .unwrap();
+        let help = cmd
+            .find_subcommand_mut("serve")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains("qwen2.5") && !help.contains("sk-file"),
+            "{help}"
+        );
+        // Flags and variables beat the file.
+        let flags = [
+            "--llm-model",
+            "llama3",
+            "--llm-api-key",
+            "sk-env",
+            "--llm-max-retries",
+            "0",
+        ];
+        let file = "[llm]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\n";
+        {
+            let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+            let (args, _) = serve_args(&flags, Some(file)).unwrap();
+            assert!(!format!("{args:?}").contains("sk-env"));
+        }
+        let c = serve(&flags, Some(file)).unwrap().llm.unwrap();
+        assert_eq!((c.model.as_str(), c.max_retries), ("llama3", 0));
+        assert_eq!(c.api_key.as_deref(), Some("sk-env"));
+        for bad in [
+            "[llm]\nbase_url = \"http://h/v1\"\n",
+            "[llm]\nmodel = \"m\"\n",
+            "[llm]\nbase_url = \"h:80\"\nmodel = \"m\"\n",
+            "[llm]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\ncontext_tokens = 10\n",
+            "[llm]\nbase_url = \"http://h/v1\"\nmodel = \"m\"\ntimeout_secs = 0\n",
+            "[llm]\nurl = \"x\"\n",
+        ] {
+            assert!(serve(&[], Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys_commands_read_the_data_dir_of_the_serve_file() {
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("serve.toml");
+        std::fs::write(&path, "data_dir = \"/srv/keys\"\nlisten = \"0.0.0.0:1\"\n").unwrap();
+        let cli =
+            try_parse_from(["mnemo", "keys", "list", "--config", path.to_str().unwrap()]).unwrap();
+        assert_eq!(cli.global.data_dir, PathBuf::from("/srv/keys"));
+        // Without a file, nothing is read (and the default stays).
+        let cli = try_parse_from(["mnemo", "keys", "list"]).unwrap();
+        assert_ne!(cli.global.data_dir, PathBuf::from("/srv/keys"));
+    }
+
+    #[test]
+    fn the_shipped_example_config_parses() {
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let (args, global) = serve_args(&[], Some(include_str!("../mnemo.example.toml"))).unwrap();
+        ServeConfig::resolve(&args, &global).unwrap();
+    }
 }

@@ -2,10 +2,29 @@
 //! from internal ones (storage, index, embedder failures): the former are
 //! returned to callers as they are, the latter are logged in full and returned
 //! as a generic message. [`ErrorCode`] is the one place that maps to HTTP.
+//!
+//! Each layer has its own error, holding what its library said as the
+//! [`source`](std::error::Error::source): [`StoreError`] (sqlx),
+//! [`LexicalError`] (tantivy), [`VectorError`] (qdrant-edge,
+//! qdrant-client, files), [`EmbedError`] (ONNX Runtime, tokenizers). The
+//! crate [`Error`] wraps them with `#[from]`, so `?` works across layers
+//! (and `?` on a `sqlx::Error` still gives `Error::Store`). An internal
+//! error's `Display` is its whole chain (`lexical index error: committing:
+//! <tantivy's message>`, see [`Chain`]), so every log line that shows one
+//! carries the root cause; `source()` walks the same chain for code.
 
 use std::fmt;
 
 use serde::Serialize;
+
+pub use crate::embed::EmbedError;
+pub use crate::lexical::LexicalError;
+pub use crate::store::StoreError;
+pub use crate::vector::VectorError;
+
+/// The source a layer error keeps when its library's error type is not one
+/// type (fastembed, tokenizers, qdrant-edge).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -56,17 +75,15 @@ pub enum Error {
     /// The policy file or configuration is invalid.
     #[error("configuration error in `{key}`: {message}")]
     Config { key: String, message: String },
-    #[error("store error: {0}")]
-    Store(#[from] sqlx::Error),
-    #[error("store migration error: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    #[error("lexical index error: {0}")]
-    Lexical(String),
-    #[error("vector index error: {0}")]
-    Vector(String),
-    #[error("embedder error: {0}")]
-    Embedder(String),
-    #[error("I/O error: {0}")]
+    #[error("store error: {}", Chain(.0))]
+    Store(#[from] StoreError),
+    #[error("lexical index error: {}", Chain(.0))]
+    Lexical(#[from] LexicalError),
+    #[error("vector index error: {}", Chain(.0))]
+    Vector(#[from] VectorError),
+    #[error("embedder error: {}", Chain(.0))]
+    Embedder(#[from] EmbedError),
+    #[error("I/O error: {}", Chain(.0))]
     Io(#[from] std::io::Error),
     /// The configured chat model's endpoint failed (down, timed out, or an
     /// answer that could not be used).
@@ -74,6 +91,39 @@ pub enum Error {
     Upstream(String),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Store(StoreError::Sqlx(e))
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Error::Store(StoreError::Migrate(e))
+    }
+}
+
+/// Displays an error and every source under it: `a: b: c`. An [`Error`]
+/// in the chain already displays the rest of it, so the walk stops there
+/// (no cause is printed twice); `main` prints anyhow's chain the same way.
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut next = Some(self.0);
+        let mut first = true;
+        while let Some(e) = next {
+            if !first {
+                f.write_str(": ")?;
+            }
+            write!(f, "{e}")?;
+            first = false;
+            next = if e.is::<Error>() { None } else { e.source() };
+        }
+        Ok(())
+    }
 }
 
 impl Error {
@@ -117,7 +167,6 @@ impl Error {
             Error::Config { .. } => ErrorCode::InvalidConfiguration,
             Error::Upstream(_) => ErrorCode::BadGateway,
             Error::Store(_)
-            | Error::Migrate(_)
             | Error::Lexical(_)
             | Error::Vector(_)
             | Error::Embedder(_)

@@ -5,7 +5,10 @@ async fn main() -> std::process::ExitCode {
     match mnemo::cli::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // anyhow's contexts, then the crate error (whose message is
+            // already its whole chain).
+            let chain = mnemo::error::Chain(e.as_ref());
+            eprintln!("error: {chain}");
             std::process::ExitCode::FAILURE
         }
     }

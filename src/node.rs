@@ -9,8 +9,11 @@
 //! its idle compactor (`agent/threads.rs`), each a [`PeriodicTask`] on one
 //! [`Runner`].
 //!
+//! One-shot work a request starts (`POST /v1/evals`, an export's writer)
+//! runs on the same runner through [`Node::spawner`].
+//!
 //! Stopped in order ([`Node::stop`]): the tasks (a run in progress
-//! finishes, no new one starts), then the erasures running on this node
+//! finishes, no new one starts; one-shot work is cancelled and waited for), then the erasures running on this node
 //! (waited for, as an intent would make the next start finish them anyway,
 //! but not half done now), the agent's extraction in flight, the node's
 //! entry in the cluster registry, and last `Engine::shutdown` (indexes
@@ -21,7 +24,7 @@
 use crate::agent::Agent;
 use crate::error::Result;
 use crate::jobs::LifecycleJobs;
-use crate::runner::Runner;
+use crate::runner::{Runner, Spawner};
 use crate::service::cluster::LexicalFollower;
 use crate::service::erasure::ErasureSweep;
 use crate::service::repair::RepairTask;
@@ -72,6 +75,12 @@ impl Node {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// Runs one-shot work (an evaluation, an export's writer) on this node's
+    /// runner: counted at `/metrics`, cancelled and waited for at stop.
+    pub fn spawner(&self) -> Spawner {
+        self.runner.spawner()
     }
 
     /// This node's id in the cluster registry (clustered mode).

@@ -5,9 +5,15 @@
 //! `/metrics` as `mnemo_task_runs_total`, `mnemo_task_failures_total` and
 //! `mnemo_task_last_run_duration_seconds`).
 //!
+//! One-shot work started by a request (an evaluation, an export's writer)
+//! runs through a [`Spawner`], the runner's cloneable handle: counted under
+//! its name the same way (one run per job), given the runner's token, and
+//! waited for by [`Runner::stop`].
+//!
 //! Threading: each task is one tokio task. Stopping cancels the token and
 //! waits for every task: a run in progress finishes (it is never cut off
-//! half way, as `abort()` did), and no new run starts.
+//! half way, as `abort()` did), and no new run starts; one-shot work
+//! returns once it sees the token cancelled.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -17,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
@@ -95,15 +101,86 @@ pub fn snapshot() -> Vec<(&'static str, u64, u64, Duration)> {
 }
 
 /// Starts tasks and stops them all at once.
-#[derive(Default)]
 pub struct Runner {
     cancel: CancellationToken,
     tasks: Vec<(&'static str, JoinHandle<()>)>,
+    oneshots: Spawner,
+}
+
+/// Runs one-shot background work on a [`Runner`]: cloneable, so request
+/// handlers hold one (`AppState::tasks`). A spawner not taken from a runner
+/// (tests) has its own token, never cancelled.
+#[derive(Clone, Debug, Default)]
+pub struct Spawner {
+    cancel: CancellationToken,
+    running: Arc<Mutex<JoinSet<()>>>,
+}
+
+impl Spawner {
+    /// Runs `work` once, counted under `name` at `/metrics` like the
+    /// periodic tasks (a failure is logged and counted). `work` is given the
+    /// runner's token and must return soon after it is cancelled; the
+    /// runner's `stop` waits for it.
+    pub fn spawn<F, Fut>(&self, name: &'static str, work: F)
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = Result<()>> + Send + 'static,
+    {
+        let counters = TaskCounters::of(name);
+        let run = work(self.cancel.clone());
+        let mut running = self.running.lock();
+        // Forget the work that has finished (a panic was already reported).
+        while running.try_join_next().is_some() {}
+        running.spawn(async move {
+            let started = Instant::now();
+            let result = run.await;
+            counters.record(started.elapsed(), result.is_err());
+            if let Err(e) = result {
+                tracing::warn!(task = name, error = %e, "background work failed");
+            }
+        });
+    }
+
+    /// One-shot work still running.
+    pub fn running(&self) -> usize {
+        let mut running = self.running.lock();
+        while running.try_join_next().is_some() {}
+        running.len()
+    }
+
+    /// Waits for every piece of work started so far to return.
+    async fn wait(&self) {
+        let mut all = std::mem::take(&mut *self.running.lock());
+        while let Some(done) = all.join_next().await {
+            if let Err(e) = done {
+                tracing::error!(error = %e, "one-shot background work panicked");
+            }
+        }
+    }
+}
+
+impl Default for Runner {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Runner {
     pub fn new() -> Self {
-        Self::default()
+        let cancel = CancellationToken::new();
+        Runner {
+            oneshots: Spawner {
+                cancel: cancel.clone(),
+                running: Default::default(),
+            },
+            cancel,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// The handle that runs one-shot work on this runner.
+    pub fn spawner(&self) -> Spawner {
+        self.oneshots.clone()
     }
 
     /// The token every task of this runner stops on.
@@ -152,7 +229,7 @@ impl Runner {
     }
 
     /// Cancels every task and waits for each to return (a run in progress
-    /// finishes first).
+    /// finishes first), then for the one-shot work (told by the same token).
     pub async fn stop(self) {
         self.cancel.cancel();
         for (name, handle) in self.tasks {
@@ -160,6 +237,11 @@ impl Runner {
                 tracing::error!(task = name, error = %e, "background task panicked");
             }
         }
+        let running = self.oneshots.running();
+        if running > 0 {
+            tracing::info!(running, "waiting for one-shot background work to stop");
+        }
+        self.oneshots.wait().await;
     }
 }
 
@@ -211,6 +293,33 @@ mod tests {
         assert!(snapshot()
             .iter()
             .any(|(n, r, f, _)| *n == "runner-test-flaky" && *r == runs && *f == failures));
+    }
+
+    #[tokio::test]
+    async fn one_shot_work_is_counted_cancelled_and_waited_for_at_stop() {
+        let runner = Runner::new();
+        let spawner = runner.spawner();
+        spawner.spawn("runner-test-once", |_| async { Ok(()) });
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = finished.clone();
+        spawner.spawn("runner-test-long", move |cancel| async move {
+            let _ = started_tx.send(());
+            // Runs until told to stop, then needs a moment to wind down.
+            cancel.cancelled().await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            seen.store(true, Ordering::SeqCst);
+            Err(Error::Unavailable("cancelled".into()))
+        });
+        started_rx.await.unwrap();
+        assert!(spawner.running() >= 1);
+        runner.stop().await;
+        assert!(finished.load(Ordering::SeqCst), "stop waited for the work");
+        assert_eq!(spawner.running(), 0);
+        let once = TaskCounters::of("runner-test-once");
+        assert_eq!((once.runs(), once.failures()), (1, 0));
+        let long = TaskCounters::of("runner-test-long");
+        assert_eq!((long.runs(), long.failures()), (1, 1));
     }
 
     #[tokio::test]

@@ -2,7 +2,9 @@
 //!
 //! Every failure leaves as `{"error": {"code", "message", "field"?}}` with the
 //! status of its [`ErrorCode`] (`ErrorCode::http_status` is the mapping).
-//! Internal errors are logged in full here and returned as a generic message.
+//! Internal errors are logged here, once, with their whole source chain (a
+//! route returns them and never logs them itself), and returned as a generic
+//! message.
 //! Axum's own rejections (malformed JSON, wrong types, unknown enum values,
 //! bad query strings, oversized bodies) are turned into [`Error`]s by the
 //! [`Json`] and [`Query`] extractors, and responses produced by layers with a
@@ -20,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::{Error, ErrorCode};
+use crate::error::{Chain, Error, ErrorCode};
 
 /// The body of every error response.
 #[derive(Serialize, ToSchema)]
@@ -64,8 +66,9 @@ impl IntoResponse for Error {
         let status =
             StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         if !self.is_user_error() {
-            // In full, here only; clients get a generic message.
-            tracing::error!(error = %self, "internal error");
+            // In full (the chain down to the library's error), here only;
+            // clients get a generic message.
+            tracing::error!(error = %Chain(&self), code = ?code, "internal error");
             return respond(status, code_str(code), "internal error".into(), None);
         }
         let retry_after = match &self {
@@ -307,6 +310,76 @@ mod tests {
         .into_response();
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "3");
+    }
+
+    /// A `MakeWriter` collecting every log line.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn internal_errors_answer_generically_and_log_their_chain_once() {
+        use crate::error::LexicalError;
+        let root = ::tantivy::TantivyError::InvalidArgument("the root cause".into());
+        let err: Error = LexicalError::tantivy("committing")(root).into();
+        // The chain reaches tantivy's error.
+        let last = std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        })
+        .last()
+        .unwrap();
+        assert!(last.is::<::tantivy::TantivyError>(), "{last:?}");
+        assert_eq!(
+            err.to_string(),
+            format!("lexical index error: committing: {last}")
+        );
+        assert!(err.to_string().contains("the root cause"));
+
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let response = tracing::subscriber::with_default(subscriber, || err.into_response());
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"error": {"code": "internal", "message": "internal error"}})
+        );
+        let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(logs.lines().count(), 1, "logged once: {logs}");
+        assert!(
+            logs.contains("lexical index error: committing: ") && logs.contains("the root cause"),
+            "{logs}"
+        );
+    }
+
+    #[test]
+    fn user_errors_are_not_logged_and_keep_their_message() {
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .finish();
+        let r = tracing::subscriber::with_default(subscriber, || {
+            Error::invalid("top_k", "must be at most 100").into_response()
+        });
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert!(logs.0.lock().unwrap().is_empty());
     }
 
     #[test]

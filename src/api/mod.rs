@@ -102,6 +102,9 @@ pub struct AppState {
     pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
     /// The last successful readiness check, reused for a few seconds.
     pub readiness: Arc<routes::ops::Readiness>,
+    /// Runs request-started background work (evaluations, export writers)
+    /// on the node's runner (`AppState::with_tasks`).
+    pub tasks: crate::runner::Spawner,
 }
 
 /// The default of [`AppState::erasure_wait`].
@@ -125,6 +128,7 @@ impl AppState {
             erasure_wait: DEFAULT_ERASURE_WAIT,
             rate_limiter,
             readiness: Default::default(),
+            tasks: Default::default(),
         }
     }
 
@@ -145,6 +149,12 @@ impl AppState {
     pub fn with_agent(mut self, agent: Agent) -> Self {
         self.chat_model = agent.model().cloned();
         self.agent = agent;
+        self
+    }
+
+    /// Background work on the node's runner instead of a spawner of its own.
+    pub fn with_tasks(mut self, tasks: crate::runner::Spawner) -> Self {
+        self.tasks = tasks;
         self
     }
 

@@ -174,6 +174,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         },
     )
     .await?;
+    // Evaluations and export writers run on the node's runner too.
+    let state = state.with_tasks(node.spawner());
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;

@@ -5,12 +5,12 @@
 //! on an entry point.
 
 pub mod cluster;
+pub mod file;
 pub mod mcp;
 pub mod serve;
 
 use std::path::PathBuf;
 
-use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 
 use crate::policy::Policy;
@@ -21,8 +21,9 @@ pub use cluster::ClusterArgs;
 
 /// The policy file's name when it lies in the data directory.
 pub const POLICY_FILE: &str = "memory_policies.toml";
+pub use file::ConfigFile;
 pub use mcp::McpArgs;
-pub use serve::{ConfigFile, LogFormat, ServeArgs, ServeConfig};
+pub use serve::{LogFormat, ServeArgs, ServeConfig};
 
 #[derive(Args, Debug, Clone)]
 pub struct GlobalArgs {
@@ -55,31 +56,19 @@ pub struct GlobalArgs {
     /// `all-minilm-l6-v2` or `multilingual-e5-small`.
     #[arg(long, env = "MNEMO_EMBEDDING_MODEL", global = true)]
     pub embedding_model: Option<String>,
-    /// Which of the defaulted paths were given (flag or environment), so that
-    /// a `serve --config` file may set the others.
-    #[arg(skip)]
-    pub explicit: ExplicitGlobals,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExplicitGlobals {
-    pub data_dir: bool,
-    pub assets_dir: bool,
-}
-
-/// Whether an argument was given on the command line or in the environment,
-/// at any subcommand level (global arguments propagate).
-pub fn given(matches: &ArgMatches, id: &str) -> bool {
+/// The `--config` file the command line names (flag or `MNEMO_CONFIG`), at
+/// whatever subcommand level takes one (`serve`, `keys …`).
+pub fn config_path(matches: &ArgMatches) -> Option<PathBuf> {
     let mut level = Some(matches);
     while let Some(m) = level {
-        if let Ok(Some(source)) = m.try_get_raw(id).map(|_| m.value_source(id)) {
-            if matches!(source, ValueSource::CommandLine | ValueSource::EnvVariable) {
-                return true;
-            }
+        if let Ok(Some(path)) = m.try_get_one::<PathBuf>("config") {
+            return Some(path.clone());
         }
         level = m.subcommand().map(|(_, sub)| sub);
     }
-    false
+    None
 }
 
 impl GlobalArgs {

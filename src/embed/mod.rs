@@ -7,9 +7,12 @@
 pub mod assets;
 pub mod bert;
 pub mod e5;
+pub mod error;
 pub mod hashing;
 pub mod onnx;
 mod pool;
+
+pub use error::EmbedError;
 
 use crate::error::Result;
 

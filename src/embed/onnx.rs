@@ -48,6 +48,7 @@ use ort::environment::Environment;
 use parking_lot::Mutex;
 
 use super::assets::{self, AssetPaths, ModelSpec, PoolingKind};
+use super::error::{bad_output, EmbedError};
 use super::pool::{self, Pool};
 use super::Embedder;
 use crate::error::{Error, Result};
@@ -178,10 +179,6 @@ fn check_runtime_path(lib: &Path) -> Result<()> {
     }
 }
 
-fn embedder_error(e: impl std::fmt::Display) -> Error {
-    Error::Embedder(e.to_string())
-}
-
 impl OnnxEmbedder {
     /// The embedder of the policy's `[embedding] model`, from the asset
     /// directory `mnemo setup` filled, shared.
@@ -250,8 +247,13 @@ impl OnnxEmbedder {
                 .with_max_length(model.max_length)
                 .with_intra_threads(threads)
                 .with_session_config("session.intra_op.allow_spinning", "0");
-            let session = TextEmbedding::try_new_from_user_defined(user_model, init)
-                .map_err(|e| Error::Embedder(format!("loading model {}: {e}", model.model_id)))?;
+            let session =
+                TextEmbedding::try_new_from_user_defined(user_model, init).map_err(|e| {
+                    EmbedError::Model {
+                        context: format!("loading model {}", model.model_id),
+                        source: e.into(),
+                    }
+                })?;
             sessions.push(session);
         }
         let unk_id = {
@@ -269,7 +271,7 @@ impl OnnxEmbedder {
         // Catch a wrong graph (output size) now rather than at the first request.
         let probe = embedder.run(&mut embedder.sessions.query(), vec!["probe".to_string()])?;
         if probe[0].len() != model.dim {
-            return Err(Error::Embedder(format!(
+            return Err(bad_output(format!(
                 "model {} produced {} dimensions, expected {}",
                 model.model_id,
                 probe[0].len(),
@@ -300,23 +302,26 @@ impl OnnxEmbedder {
         let encoding = session
             .tokenizer
             .encode(format!("{prefix}{text}"), true)
-            .map_err(embedder_error)?;
+            .map_err(EmbedError::Tokenizer)?;
         Ok(encoding.get_ids().to_vec())
     }
 
     /// Runs one batch on `session`.
     fn run(&self, session: &mut TextEmbedding, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let count = texts.len();
-        let mut vectors = session.embed(texts, None).map_err(embedder_error)?;
+        let mut vectors = session.embed(texts, None).map_err(|e| EmbedError::Model {
+            context: "embedding a batch".into(),
+            source: e.into(),
+        })?;
         if vectors.len() != count {
-            return Err(Error::Embedder(format!(
+            return Err(bad_output(format!(
                 "model returned {} vectors for {count} texts",
                 vectors.len()
             )));
         }
         for v in &mut vectors {
             if v.len() != self.model.dim {
-                return Err(Error::Embedder(format!(
+                return Err(bad_output(format!(
                     "model returned a vector of {} dimensions, expected {}",
                     v.len(),
                     self.model.dim
@@ -459,7 +464,7 @@ mod tests {
         assert_eq!(cache.get_or_embed("m", "a", || embed(4.0)).unwrap(), [4.0]);
         assert_eq!(calls.get(), 4);
         // Failures are not cached.
-        let err = cache.get_or_embed("m", "c", || Err(Error::Embedder("boom".into())));
+        let err = cache.get_or_embed("m", "c", || Err(bad_output("boom".into())));
         assert!(err.is_err());
         assert_eq!(cache.get_or_embed("m", "c", || embed(5.0)).unwrap(), [5.0]);
         assert_eq!(cache.0.lock().len(), 2, "bounded");

@@ -11,7 +11,10 @@
 //! - Methods may block: call them off the async runtime.
 
 pub mod analyzer;
+pub mod error;
 pub mod tantivy;
+
+pub use error::LexicalError;
 
 use uuid::Uuid;
 

@@ -50,6 +50,7 @@ use tantivy::schema::{
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 use uuid::Uuid;
 
+use super::LexicalError;
 use super::{analyzer, LexicalDoc, LexicalIndex};
 use crate::domain::rerank::QueryTerms;
 use crate::domain::scope::IndexFilter;
@@ -64,12 +65,13 @@ const WRITER_MEMORY_BYTES: usize = 64 * 1024 * 1024;
 /// Commands queued before senders block.
 const CHANNEL_CAPACITY: usize = 256;
 
-fn lexical(e: impl std::fmt::Display) -> Error {
-    Error::Lexical(e.to_string())
+/// Maps tantivy's error of `context` (an operation, `-ing`).
+fn lexical(context: &'static str) -> impl FnOnce(::tantivy::TantivyError) -> Error {
+    move |e| LexicalError::tantivy(context)(e).into()
 }
 
 fn writer_gone() -> Error {
-    Error::Lexical("the lexical index writer thread has stopped".to_string())
+    LexicalError::Writer("the lexical index writer thread has stopped").into()
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -219,17 +221,19 @@ impl TantivyIndex {
     pub fn open(dir: &Path, commit_delay: Duration) -> Result<Self> {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = Fields::schema();
-        let directory = MmapDirectory::open(dir).map_err(lexical)?;
-        let index = Index::open_or_create(directory, schema).map_err(|e| {
-            Error::Lexical(format!("cannot open the index in {}: {e}", dir.display()))
+        let directory = MmapDirectory::open(dir).map_err(|source| LexicalError::OpenDirectory {
+            dir: dir.to_path_buf(),
+            source,
         })?;
+        let index = Index::open_or_create(directory, schema)
+            .map_err(lexical("opening or creating the index"))?;
         analyzer::register(&index);
         let writer = open_writer(&index)?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
-            .map_err(lexical)?;
+            .map_err(lexical("opening the index reader"))?;
         let (tx, rx) = mpsc::sync_channel(CHANNEL_CAPACITY);
         let worker = Worker {
             index: index.clone(),
@@ -263,7 +267,7 @@ impl TantivyIndex {
         };
         let result = self.call(Command::Shutdown);
         if thread.join().is_err() {
-            return Err(Error::Lexical("the lexical writer thread panicked".into()));
+            return Err(LexicalError::Writer("the lexical writer thread panicked").into());
         }
         result
     }
@@ -308,7 +312,7 @@ fn merge_groups<Id>(mut segments: Vec<(Id, u32)>, groups: usize) -> Vec<Vec<Id>>
 fn open_writer(index: &Index) -> Result<IndexWriter> {
     index
         .writer_with_num_threads(1, WRITER_MEMORY_BYTES)
-        .map_err(|e| Error::Lexical(format!("cannot open the index writer: {e}")))
+        .map_err(lexical("opening the index writer"))
 }
 
 impl LexicalIndex for TantivyIndex {
@@ -375,7 +379,7 @@ impl LexicalIndex for TantivyIndex {
                 &query,
                 &TopDocs::with_limit(limit.min(num_docs)).order_by_score(),
             )
-            .map_err(lexical)?;
+            .map_err(lexical("searching"))?;
         let mut out = Vec::with_capacity(top.len());
         let mut buf = String::new();
         for (score, addr) in top {
@@ -383,8 +387,8 @@ impl LexicalIndex for TantivyIndex {
             let ids = segment
                 .fast_fields()
                 .str("id")
-                .map_err(lexical)?
-                .ok_or_else(|| lexical("the id column is missing"))?;
+                .map_err(lexical("reading the id column"))?
+                .ok_or_else(|| LexicalError::Other("the id column is missing".into()))?;
             out.push((read_id(&ids, addr.doc_id, &mut buf)?, score));
         }
         Ok(out)
@@ -411,7 +415,7 @@ impl LexicalIndex for TantivyIndex {
             }
             let df = searcher
                 .doc_freq(&Term::from_field_text(self.fields.text, t))
-                .map_err(lexical)?
+                .map_err(lexical("reading a document frequency"))?
                 .min(docs);
             let w = bm25_idf(df, docs);
             full_match += w;
@@ -430,15 +434,17 @@ impl LexicalIndex for TantivyIndex {
         let mut buf = String::new();
         for segment in searcher.segment_readers() {
             let fast = segment.fast_fields();
-            let Some(ids) = fast.str("id").map_err(lexical)? else {
+            let Some(ids) = fast.str("id").map_err(lexical("reading the id column"))? else {
                 continue; // a segment without documents
             };
-            let versions = fast.i64("version").map_err(lexical)?;
+            let versions = fast
+                .i64("version")
+                .map_err(lexical("reading the version column"))?;
             for doc in segment.doc_ids_alive() {
                 let id = read_id(&ids, doc, &mut buf)?;
                 let version = versions
                     .first(doc)
-                    .ok_or_else(|| lexical(format!("document {id} has no version")))?;
+                    .ok_or_else(|| LexicalError::Other(format!("document {id} has no version")))?;
                 out.push((id, version));
             }
         }
@@ -454,20 +460,20 @@ impl LexicalIndex for TantivyIndex {
         let query = tantivy::query::TermSetQuery::new(ids.iter().map(|id| self.fields.id_term(id)));
         let found = searcher
             .search(&query, &tantivy::collector::DocSetCollector)
-            .map_err(lexical)?;
+            .map_err(lexical("looking up documents by id"))?;
         let mut buf = String::new();
         for address in found {
             let segment = searcher.segment_reader(address.segment_ord);
             let fast = segment.fast_fields();
-            let Some(id_column) = fast.str("id").map_err(lexical)? else {
+            let Some(id_column) = fast.str("id").map_err(lexical("reading the id column"))? else {
                 continue;
             };
             let id = read_id(&id_column, address.doc_id, &mut buf)?;
             let version = fast
                 .i64("version")
-                .map_err(lexical)?
+                .map_err(lexical("reading the version column"))?
                 .first(address.doc_id)
-                .ok_or_else(|| lexical(format!("document {id} has no version")))?;
+                .ok_or_else(|| LexicalError::Other(format!("document {id} has no version")))?;
             out.insert(id, version);
         }
         Ok(out)
@@ -492,15 +498,23 @@ fn read_id(ids: &tantivy::columnar::StrColumn, doc: u32, buf: &mut String) -> Re
     let ord = ids
         .term_ords(doc)
         .next()
-        .ok_or_else(|| lexical("a document has no id"))?;
+        .ok_or_else(|| LexicalError::Other("a document has no id".into()))?;
     buf.clear();
-    ids.ord_to_str(ord, buf).map_err(lexical)?;
-    Uuid::parse_str(buf).map_err(|e| lexical(format!("bad id `{buf}` in the index: {e}")))
+    ids.ord_to_str(ord, buf)
+        .map_err(|source| LexicalError::Io {
+            context: "reading a document id",
+            source,
+        })?;
+    Uuid::parse_str(buf)
+        .map_err(|e| LexicalError::Other(format!("bad id `{buf}` in the index: {e}")).into())
 }
 
 fn count_owner(reader: &IndexReader, fields: &Fields, owner: &Owner) -> Result<usize> {
     let query = TermQuery::new(fields.owner_term(owner), IndexRecordOption::Basic);
-    reader.searcher().search(&query, &Count).map_err(lexical)
+    reader
+        .searcher()
+        .search(&query, &Count)
+        .map_err(lexical("counting an owner's documents"))
 }
 
 /// The writer thread's state.
@@ -587,7 +601,9 @@ impl Worker {
         let writer = self.writer();
         for doc in docs {
             writer.delete_term(fields.id_term(&doc.id));
-            writer.add_document(fields.document(doc)).map_err(lexical)?;
+            writer
+                .add_document(fields.document(doc))
+                .map_err(lexical("adding a document"))?;
         }
         Ok(())
     }
@@ -605,9 +621,11 @@ impl Worker {
     }
 
     fn commit(&mut self) -> Result<()> {
-        self.writer().commit().map_err(lexical)?;
+        self.writer().commit().map_err(lexical("committing"))?;
         self.deadline = None;
-        self.reader.reload().map_err(lexical)
+        self.reader
+            .reload()
+            .map_err(lexical("reloading the reader"))
     }
 
     fn background_commit(&mut self) {
@@ -620,7 +638,9 @@ impl Worker {
     /// Waits for every merge in progress and starts a fresh writer.
     fn restart_writer(&mut self) -> Result<()> {
         if let Some(writer) = self.writer.take() {
-            writer.wait_merging_threads().map_err(lexical)?;
+            writer
+                .wait_merging_threads()
+                .map_err(lexical("waiting for merges"))?;
         }
         self.writer = Some(open_writer(&self.index)?);
         Ok(())
@@ -640,7 +660,7 @@ impl Worker {
             let with_deletes: Vec<_> = self
                 .index
                 .searchable_segment_metas()
-                .map_err(lexical)?
+                .map_err(lexical("listing segments"))?
                 .into_iter()
                 .filter(|m| m.has_deletes())
                 .map(|m| (m.id(), m.num_docs()))
@@ -651,28 +671,32 @@ impl Worker {
                 .map(|ids| self.writer().merge(ids))
                 .collect();
             for merge in merges {
-                merge.wait().map_err(lexical)?;
+                merge.wait().map_err(lexical("merging segments"))?;
             }
         }
         self.restart_writer()?;
         // Release the old segments (the reader's searchers) before collecting
         // their files. A searcher still held by a caller keeps them alive: a
         // concurrent search can delay erasure until the next purge.
-        self.reader.reload().map_err(lexical)?;
+        self.reader
+            .reload()
+            .map_err(lexical("reloading the reader"))?;
         self.writer()
             .garbage_collect_files()
             .wait()
-            .map_err(lexical)?;
+            .map_err(lexical("collecting deleted files"))?;
         Ok(())
     }
 
     fn clear(&mut self) -> Result<()> {
-        self.writer().delete_all_documents().map_err(lexical)?;
+        self.writer()
+            .delete_all_documents()
+            .map_err(lexical("deleting every document"))?;
         self.commit()?;
         self.writer()
             .garbage_collect_files()
             .wait()
-            .map_err(lexical)?;
+            .map_err(lexical("collecting deleted files"))?;
         Ok(())
     }
 
@@ -681,7 +705,9 @@ impl Worker {
             self.commit()?;
         }
         if let Some(writer) = self.writer.take() {
-            writer.wait_merging_threads().map_err(lexical)?;
+            writer
+                .wait_merging_threads()
+                .map_err(lexical("waiting for merges"))?;
         }
         Ok(())
     }

@@ -14,11 +14,13 @@
 //! The trait is async; backends use sqlx pools and are safe to share. Both
 //! backends are one implementation, [`SqlStore`], over a [`Dialect`] (`sql/`).
 
+pub mod error;
 mod sql;
 pub mod tables;
 pub mod url;
 mod vector_blob;
 
+pub use error::StoreError;
 pub use sql::{postgres, sqlite, Dialect, GuardAt, SqlStore};
 
 pub(crate) use vector_blob::{decode_vector, encode_vector};

@@ -43,7 +43,6 @@
 mod rebuild;
 
 use std::collections::HashSet;
-use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -68,6 +67,7 @@ use super::{
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
+use crate::vector::VectorError;
 
 /// Page size of the scroll behind `entries` and rebuilds.
 const SCROLL_PAGE: usize = 1024;
@@ -116,8 +116,12 @@ impl std::fmt::Debug for EdgeVectorIndex {
     }
 }
 
-fn engine(context: &str, err: impl Display) -> Error {
-    Error::Vector(format!("{context}: {err}"))
+fn engine(context: &str, err: impl Into<crate::error::BoxError>) -> Error {
+    VectorError::Engine {
+        context: context.to_string(),
+        source: err.into(),
+    }
+    .into()
 }
 
 fn key(name: &str) -> JsonPath {
@@ -193,7 +197,7 @@ fn owner_ids(shard: &EdgeShard, owner: &Owner) -> Result<Vec<Uuid>> {
 fn point_uuid(id: PointId) -> Result<Uuid> {
     match id {
         PointId::Uuid(u) => Ok(u),
-        PointId::NumId(n) => Err(Error::Vector(format!(
+        PointId::NumId(n) => Err(VectorError::invalid(format!(
             "unexpected numeric point id {n} (points are keyed by memory UUID)"
         ))),
     }
@@ -230,7 +234,7 @@ impl EdgeVectorIndex {
     /// index; tests use tiny ones to exercise HNSW on little data.
     fn open_with(dir: &Path, dim: usize, tuning: Tuning) -> Result<Self> {
         if dim == 0 {
-            return Err(Error::Vector("vector dimension must be positive".into()));
+            return Err(VectorError::invalid("vector dimension must be positive"));
         }
         rebuild::recover(dir)?;
         let shard = open_shard(dir, dim, shard_config(dim, tuning))?;
@@ -304,7 +308,7 @@ impl EdgeVectorIndex {
         let guard = self.shard.read();
         match guard.as_ref() {
             Some(shard) => f(shard),
-            None => Err(Error::Vector(format!(
+            None => Err(VectorError::invalid(format!(
                 "vector index at {} is unavailable: a previous clear failed to recreate it",
                 self.dir.display()
             ))),
@@ -368,7 +372,7 @@ fn has_shard_files(dir: &Path) -> bool {
 /// Opens the shard in `dir`, or creates one with `new_config`.
 fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<EdgeShard> {
     std::fs::create_dir_all(dir).map_err(|e| {
-        Error::Vector(format!(
+        VectorError::invalid(format!(
             "cannot create vector index directory {}: {e}",
             dir.display()
         ))
@@ -384,7 +388,7 @@ fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<EdgeShar
         match config.vectors.get(DEFAULT_VECTOR_NAME) {
             Some(v) if v.size == dim && v.distance == Distance::Cosine => {}
             Some(v) if v.size != dim => {
-                return Err(Error::Vector(format!(
+                return Err(VectorError::invalid(format!(
                     "vector index at {} holds {}-dimensional vectors but the embedder produces \
                      {dim}-dimensional ones; changing the model requires a reindex",
                     dir.display(),
@@ -392,7 +396,7 @@ fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<EdgeShar
                 )))
             }
             other => {
-                return Err(Error::Vector(format!(
+                return Err(VectorError::invalid(format!(
                     "vector index at {} has an unexpected vector config ({other:?}); \
                      expected {dim} dimensions with cosine distance",
                     dir.display()
@@ -475,7 +479,7 @@ impl VectorIndex for EdgeVectorIndex {
             if count > 0 {
                 // Recorded before the delete: a crash after it still purges.
                 std::fs::write(self.dir.join(PURGE_PENDING), b"").map_err(|e| {
-                    Error::Vector(format!(
+                    VectorError::invalid(format!(
                         "cannot mark {} for purging: {e}",
                         self.dir.display()
                     ))
@@ -561,7 +565,9 @@ impl VectorIndex for EdgeVectorIndex {
                         .and_then(|p| p.0.get(F_VERSION))
                         .and_then(serde_json::Value::as_i64)
                         .ok_or_else(|| {
-                            Error::Vector(format!("point {id} has no integer `version` payload"))
+                            VectorError::invalid(format!(
+                                "point {id} has no integer `version` payload"
+                            ))
                         })?;
                     out.push((id, version));
                 }
@@ -598,7 +604,7 @@ impl VectorIndex for EdgeVectorIndex {
                     .and_then(|p| p.0.get(F_VERSION))
                     .and_then(serde_json::Value::as_i64)
                     .ok_or_else(|| {
-                        Error::Vector(format!("point {id} has no integer `version` payload"))
+                        VectorError::invalid(format!("point {id} has no integer `version` payload"))
                     })?;
                 Ok((id, version))
             })
@@ -626,7 +632,7 @@ impl VectorIndex for EdgeVectorIndex {
                     .map(String::as_str)
                     .or_else(|| panic.downcast_ref::<&str>().copied())
                     .unwrap_or("unknown cause");
-                Error::Vector(format!("flushing the vector index failed: {msg}"))
+                VectorError::invalid(format!("flushing the vector index failed: {msg}"))
             })
         })
     }
@@ -665,10 +671,11 @@ impl VectorIndex for EdgeVectorIndex {
         // Dropping the shard flushes it and releases the WAL lock.
         drop(guard.take());
         let removed = match std::fs::remove_dir_all(&self.dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Vector(format!(
-                "cannot remove vector index directory {}: {e}",
-                self.dir.display()
-            ))),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(VectorError::io(
+                "cannot remove vector index directory",
+                &self.dir,
+                e,
+            )),
             _ => Ok(()),
         };
         // Reopen whatever is there, even after a failed removal, so the index

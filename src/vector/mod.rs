@@ -12,6 +12,7 @@
 //! - Methods are synchronous and may block: call them off the async runtime.
 
 pub mod edge;
+pub mod error;
 pub mod payload_key;
 pub mod qdrant;
 
@@ -27,6 +28,7 @@ use crate::domain::scope::IndexFilter;
 use crate::domain::{Kind, Owner, Status, Tier};
 use crate::error::Result;
 
+pub use self::error::VectorError;
 pub use self::payload_key::PayloadKey;
 pub use self::qdrant::{CollectionLayout, QdrantServerConfig, QdrantServerIndex};
 
@@ -112,7 +114,7 @@ pub fn connect_server(config: &QdrantServerConfig, dim: usize) -> Result<Arc<dyn
 /// Refuses a query vector of the wrong dimension (never truncated).
 pub(crate) fn check_query_dim(vector: &[f32], dim: usize) -> Result<()> {
     if vector.len() != dim {
-        return Err(crate::error::Error::Vector(format!(
+        return Err(crate::vector::VectorError::invalid(format!(
             "query vector has {} dimensions; the index holds {dim}-dimensional ones",
             vector.len()
         )));
@@ -123,7 +125,7 @@ pub(crate) fn check_query_dim(vector: &[f32], dim: usize) -> Result<()> {
 /// Refuses a batch holding a vector of the wrong dimension.
 pub(crate) fn check_points_dim(points: &[VectorPoint], dim: usize) -> Result<()> {
     match points.iter().find(|p| p.vector.len() != dim) {
-        Some(bad) => Err(crate::error::Error::Vector(format!(
+        Some(bad) => Err(crate::vector::VectorError::invalid(format!(
             "point {} has a {}-dimensional vector; the index holds {dim}-dimensional ones",
             bad.id,
             bad.vector.len()

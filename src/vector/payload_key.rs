@@ -21,7 +21,8 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use crate::domain::Owner;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::vector::VectorError;
 
 const KEY_LEN: usize = 32;
 
@@ -59,7 +60,7 @@ impl PayloadKey {
                     .ok()
                     .and_then(|b| b.try_into().ok())
                     .ok_or_else(|| {
-                        Error::Vector(format!(
+                        VectorError::invalid(format!(
                             "payload key file {} is damaged (expected {} hex digits)",
                             path.display(),
                             KEY_LEN * 2
@@ -68,21 +69,13 @@ impl PayloadKey {
                 Ok(Some(PayloadKey(k)))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::Vector(format!(
-                "cannot read payload key file {}: {e}",
-                path.display()
-            ))),
+            Err(e) => Err(VectorError::io("cannot read payload key file", path, e)),
         }
     }
 
     /// Writes the key to `path` durably (temporary file, fsync, rename).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let io = |e: std::io::Error| {
-            Error::Vector(format!(
-                "cannot write payload key file {}: {e}",
-                path.display()
-            ))
-        };
+        let io = |e: std::io::Error| VectorError::io("cannot write payload key file", path, e);
         let tmp = path.with_extension("tmp");
         {
             use std::io::Write;
@@ -148,6 +141,9 @@ mod tests {
         let back = PayloadKey::load(&path).unwrap().unwrap();
         assert_eq!(back.thread(&owner, "t"), k.thread(&owner, "t"));
         std::fs::write(&path, "not hex").unwrap();
-        assert!(matches!(PayloadKey::load(&path), Err(Error::Vector(_))));
+        assert!(matches!(
+            PayloadKey::load(&path),
+            Err(crate::Error::Vector(_))
+        ));
     }
 }

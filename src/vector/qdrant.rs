@@ -42,7 +42,8 @@
 //!
 //! **Errors.** An unreachable server or a timed-out request is
 //! [`Error::Unavailable`] naming the URL (HTTP 503); anything else the server
-//! refuses is [`Error::Vector`].
+//! refuses is [`Error::Vector`] holding a [`VectorError::Server`] whose
+//! source is qdrant-client's error.
 
 use std::future::Future;
 use std::time::Duration;
@@ -67,6 +68,7 @@ use super::{
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
 use crate::error::{Error, Result};
+use crate::vector::VectorError;
 
 /// The collection name when none is configured.
 pub const DEFAULT_COLLECTION: &str = "mnemo_memories";
@@ -188,13 +190,14 @@ fn translate_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<Filter> {
 
 fn point_uuid(id: Option<PointId>) -> Result<Uuid> {
     match id.and_then(|p| p.point_id_options) {
-        Some(PointIdOptions::Uuid(s)) => Uuid::parse_str(&s)
-            .map_err(|e| Error::Vector(format!("the server returned a malformed point id: {e}"))),
-        Some(PointIdOptions::Num(n)) => Err(Error::Vector(format!(
+        Some(PointIdOptions::Uuid(s)) => Uuid::parse_str(&s).map_err(|e| {
+            VectorError::invalid(format!("the server returned a malformed point id: {e}"))
+        }),
+        Some(PointIdOptions::Num(n)) => Err(VectorError::invalid(format!(
             "unexpected numeric point id {n} (points are keyed by memory UUID)"
         ))),
-        None => Err(Error::Vector(
-            "the server returned a point without id".into(),
+        None => Err(VectorError::invalid(
+            "the server returned a point without id",
         )),
     }
 }
@@ -228,7 +231,7 @@ impl QdrantServerIndex {
 
     fn connect_inner(config: &QdrantServerConfig, dim: usize, replace: bool) -> Result<Self> {
         if dim == 0 {
-            return Err(Error::Vector("vector dimension must be positive".into()));
+            return Err(VectorError::invalid("vector dimension must be positive"));
         }
         if config.collection.is_empty() {
             return Err(Error::Config {
@@ -241,7 +244,10 @@ impl QdrantServerIndex {
             .thread_name("mnemo-qdrant")
             .enable_all()
             .build()
-            .map_err(|e| Error::Vector(format!("cannot start the Qdrant client runtime: {e}")))?;
+            .map_err(|e| VectorError::Engine {
+                context: "cannot start the Qdrant client runtime".into(),
+                source: e.into(),
+            })?;
         let client = {
             let _enter = runtime.enter();
             Qdrant::from_url(&config.url)
@@ -311,7 +317,7 @@ impl QdrantServerIndex {
         let runtime = self
             .runtime
             .as_ref()
-            .ok_or_else(|| Error::Vector("the Qdrant client runtime is shut down".into()))?;
+            .ok_or_else(|| VectorError::invalid("the Qdrant client runtime is shut down"))?;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let fut = make(self.client.clone());
         runtime.spawn(async move {
@@ -319,7 +325,7 @@ impl QdrantServerIndex {
             let _ = tx.send(fut.await);
         });
         let result = rx.recv().map_err(|_| {
-            Error::Vector(format!(
+            VectorError::invalid(format!(
                 "the Qdrant request ({what}) was dropped unanswered"
             ))
         })?;
@@ -342,10 +348,14 @@ impl QdrantServerIndex {
                 ));
             }
         }
-        Error::Vector(format!(
-            "{what} (Qdrant server {}, collection `{}`): {e}",
-            self.url, self.collection
-        ))
+        VectorError::Server {
+            context: format!(
+                "{what} (Qdrant server {}, collection `{}`)",
+                self.url, self.collection
+            ),
+            source: Box::new(e),
+        }
+        .into()
     }
 
     fn ensure_collection(&self, replace: bool) -> Result<()> {
@@ -390,7 +400,9 @@ impl QdrantServerIndex {
         match created {
             Ok(_) => Ok(()),
             // Another node created it in the meantime: check it instead.
-            Err(Error::Vector(msg)) if msg.contains("already exists") => self.check_vectors(),
+            Err(e @ Error::Vector(_)) if e.to_string().contains("already exists") => {
+                self.check_vectors()
+            }
             Err(e) => Err(e),
         }
     }
@@ -415,13 +427,13 @@ impl QdrantServerIndex {
                 Ok(())
             }
             Some(vectors_config::Config::Params(p)) if p.size != self.dim as u64 => {
-                Err(Error::Vector(format!(
+                Err(VectorError::invalid(format!(
                     "Qdrant collection `{}` holds {}-dimensional vectors but the embedder produces \
                      {}-dimensional ones; changing the model requires a reindex",
                     self.collection, p.size, self.dim
                 )))
             }
-            other => Err(Error::Vector(format!(
+            other => Err(VectorError::invalid(format!(
                 "Qdrant collection `{}` has an unexpected vector config ({other:?}); expected one \
                  unnamed {}-dimensional cosine vector",
                 self.collection, self.dim
@@ -591,7 +603,7 @@ impl VectorIndex for QdrantServerIndex {
                 };
                 let id = point_uuid(p.id)?;
                 let version = version.ok_or_else(|| {
-                    Error::Vector(format!("point {id} has no integer `version` payload"))
+                    VectorError::invalid(format!("point {id} has no integer `version` payload"))
                 })?;
                 out.push((id, version));
             }
@@ -626,7 +638,7 @@ impl VectorIndex for QdrantServerIndex {
                 };
                 let id = point_uuid(p.id)?;
                 let version = version.ok_or_else(|| {
-                    Error::Vector(format!("point {id} has no integer `version` payload"))
+                    VectorError::invalid(format!("point {id} has no integer `version` payload"))
                 })?;
                 Ok((id, version))
             })

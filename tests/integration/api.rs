@@ -1286,6 +1286,41 @@ mod binary {
 
     use crate::over_http::{call as req, free_port, http, wait_ready};
 
+    /// The `--config` file as the real binary reads it: a typo in a key
+    /// stops the start with exit 1, naming the file and the key.
+    #[test]
+    fn serve_refuses_an_unknown_config_key_naming_it() {
+        let bin = env!("CARGO_BIN_EXE_mnemo");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mnemo.toml");
+        std::fs::write(&path, "listen = \"127.0.0.1:0\"\nlisten_adress = \"x\"\n").unwrap();
+        let out = Command::new(bin)
+            .arg("serve")
+            .arg("--config")
+            .arg(&path)
+            .env_remove("MNEMO_CONFIG")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("mnemo.toml: listen_adress`") && err.contains("unknown key"),
+            "{err}"
+        );
+        // A file value the validation refuses is named by its key too.
+        std::fs::write(&path, "erasure_wait_secs = 100\n").unwrap();
+        let out = Command::new(bin)
+            .args(["serve", "--config"])
+            .arg(&path)
+            .env_remove("MNEMO_CONFIG")
+            .env_remove("MNEMO_ERASURE_WAIT_SECS")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("erasure_wait_secs"), "{err}");
+        assert!(err.contains("must be below request_timeout_secs"), "{err}");
+    }
+
     #[tokio::test]
     async fn serve_binary_add_search_context_delete_over_http() {
         let assets = crate::real_embedder::ensure_assets();
@@ -1465,9 +1500,14 @@ async fn evals_run_in_the_background_for_admins_only() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), Arc::new(manual()), Policy::default()).await;
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval_sets");
-    let state = AppState::new(engine.clone(), AuthMode::Keys).with_evals(
-        mnemo::api::routes::evals::EvalJobs::new(root, dir.path().join("evals")),
-    );
+    // The evaluation runs on a runner, as under `mnemo serve` (the node's).
+    let runner = mnemo::runner::Runner::new();
+    let state = AppState::new(engine.clone(), AuthMode::Keys)
+        .with_evals(mnemo::api::routes::evals::EvalJobs::new(
+            root,
+            dir.path().join("evals"),
+        ))
+        .with_tasks(runner.spawner());
     let app = app(state);
     let admin = key(&engine, "acme", None, Role::Admin).await;
     let agent = key(&engine, "acme", None, Role::Agent).await;
@@ -1542,6 +1582,34 @@ async fn evals_run_in_the_background_for_admins_only() {
     )
     .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // Counted with the other background work, and done by stop.
+    let metrics = app
+        .clone()
+        .oneshot(
+            Request::get("/metrics")
+                .header("authorization", format!("Bearer {admin}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8(
+        metrics
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    assert!(
+        text.contains("mnemo_task_runs_total{task=\"evaluation\"}"),
+        "{text}"
+    );
+    let spawner = runner.spawner();
+    runner.stop().await;
+    assert_eq!(spawner.running(), 0);
 }
 
 #[tokio::test]

@@ -31,7 +31,9 @@ struct FlakyLexical {
 }
 
 fn injected() -> Error {
-    Error::Lexical("injected index failure".into())
+    Error::Lexical(mnemo::error::LexicalError::Other(
+        "injected index failure".into(),
+    ))
 }
 
 impl LexicalIndex for FlakyLexical {
@@ -84,13 +86,17 @@ impl VectorIndex for FlakyVectors {
     }
     fn upsert(&self, points: Vec<VectorPoint>) -> mnemo::Result<()> {
         if self.fail.load(Ordering::SeqCst) {
-            return Err(Error::Vector("injected index failure".into()));
+            return Err(mnemo::vector::VectorError::invalid(
+                "injected index failure",
+            ));
         }
         self.inner.upsert(points)
     }
     fn delete(&self, ids: &[Uuid]) -> mnemo::Result<()> {
         if self.fail.load(Ordering::SeqCst) {
-            return Err(Error::Vector("injected index failure".into()));
+            return Err(mnemo::vector::VectorError::invalid(
+                "injected index failure",
+            ));
         }
         self.inner.delete(ids)
     }

@@ -5,6 +5,9 @@
 //! runs at a time (they are CPU-bound); reports are written to
 //! `<data dir>/evals/<id>/` (`report.json`, `report.md`, `report.html`) and
 //! the status is kept in memory (a restart forgets running evaluations).
+//! An evaluation runs on the node's runner (`AppState::tasks`, task
+//! `evaluation` at `/metrics`): shutdown cancels it (it is marked failed,
+//! no report is written) and waits for it to return.
 
 use std::collections::HashMap;
 use std::path::{Component, Path as FsPath, PathBuf};
@@ -181,14 +184,18 @@ pub async fn start(
         all.insert(id, job.clone());
     }
     let out = jobs.out_dir.join(id.to_string());
-    tokio::spawn(async move {
-        let result = match crate::eval::run(config, &()).await {
-            Ok(report) => report
-                .write(&out)
-                .map(|_| serde_json::to_value(&report).ok())
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
+    state.tasks.spawn("evaluation", move |cancel| async move {
+        let result = tokio::select! {
+            run = crate::eval::run(config, &()) => match run {
+                Ok(report) => report
+                    .write(&out)
+                    .map(|_| serde_json::to_value(&report).ok())
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            },
+            _ = cancel.cancelled() => Err("cancelled: the server shut down".to_string()),
         };
+        let failure = result.as_ref().err().cloned();
         let mut all = jobs.jobs.lock();
         if let Some(job) = all.get_mut(&id) {
             job.finished_at = Some(Utc::now());
@@ -203,6 +210,10 @@ pub async fn start(
                     job.error = Some(e);
                 }
             }
+        }
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(Error::internal(format!("evaluation {id} failed: {e}"))),
         }
     });
     Ok((StatusCode::ACCEPTED, Json(job)))

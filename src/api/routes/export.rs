@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, DuplexStream, ReadBuf};
 use crate::api::auth::Auth;
 use crate::api::error::{ErrorBody, Json};
 use crate::api::AppState;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::service::export::ImportReport;
 
 /// The largest import body (an export of a user with 10k memories and their
@@ -46,9 +46,15 @@ pub async fn export(
     state.engine.check_export(&actor, &user_id).await?;
     let (mut writer, reader) = tokio::io::duplex(256 * 1024);
     let engine = state.engine.clone();
-    tokio::spawn(async move {
-        if let Err(e) = engine.export_user(&actor, &user_id, &mut writer).await {
-            tracing::error!(error = %e, "export failed; the response ends without its manifest");
+    // On the node's runner (task `export`): shutdown cancels a writer whose
+    // client is still reading, and the response ends without its manifest,
+    // as for any failure (logged and counted by the runner).
+    state.tasks.spawn("export", move |cancel| async move {
+        tokio::select! {
+            written = engine.export_user(&actor, &user_id, &mut writer) => written.map(drop),
+            _ = cancel.cancelled() => Err(Error::Unavailable(
+                "the server shut down during the export".into(),
+            )),
         }
     });
     Ok((

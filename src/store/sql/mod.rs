@@ -122,7 +122,7 @@ fn conflict_if_duplicate(e: sqlx::Error, what: impl FnOnce() -> String) -> Error
         sqlx::Error::Database(db) if db.is_unique_violation() => {
             Error::Conflict(format!("{} already exists", what()))
         }
-        _ => Error::Store(e),
+        _ => Error::from(e),
     }
 }
 

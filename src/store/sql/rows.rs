@@ -136,7 +136,7 @@ pub(super) fn row_to_message(row: &Row) -> Result<Message> {
 /// A failed write: the caller's error when the dialect says so, else the
 /// store's.
 fn write_error(e: sqlx::Error) -> Error {
-    D::refused_value(e).unwrap_or_else(Error::Store)
+    D::refused_value(e).unwrap_or_else(Error::from)
 }
 
 pub(super) async fn insert_events(

@@ -58,6 +58,7 @@ use super::{
 };
 use crate::domain::Owner;
 use crate::error::{Error, Result};
+use crate::vector::VectorError;
 use crate::vector::{PayloadKey, F_OWNER, F_THREAD};
 
 const COMPLETE: &str = "rebuild.complete";
@@ -91,8 +92,8 @@ fn sibling(dir: &Path, suffix: &str) -> PathBuf {
     dir.with_file_name(format!("{name}.{suffix}"))
 }
 
-fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::Vector(format!("{what} {}: {e}", path.display()))
+fn io(what: &'static str, path: &Path, e: std::io::Error) -> Error {
+    VectorError::io(what, path, e)
 }
 
 fn remove_dir(path: &Path) -> Result<()> {
@@ -151,7 +152,7 @@ fn copy_points(
     for r in records {
         let id = r.id;
         let vector = r.vector.ok_or_else(|| {
-            Error::Vector(format!(
+            VectorError::invalid(format!(
                 "point {} has no vector to copy",
                 point_uuid(id).map_or_else(|e| e.to_string(), |u| u.to_string())
             ))
@@ -189,7 +190,7 @@ fn hash_thread(payload: &mut serde_json::Map<String, Value>, key: &PayloadKey) -
         .get(F_OWNER)
         .and_then(Value::as_str)
         .and_then(Owner::from_key)
-        .ok_or_else(|| Error::Vector("a point with a thread has no valid owner key".into()))?;
+        .ok_or_else(|| VectorError::invalid("a point with a thread has no valid owner key"))?;
     let hashed = key.thread(&owner, thread);
     payload.insert(F_THREAD.to_string(), Value::String(hashed));
     Ok(())
@@ -249,7 +250,7 @@ impl EdgeVectorIndex {
         // ourselves.
         let mut guard = self.shard.write();
         let old_shard = guard.as_ref().ok_or_else(|| {
-            Error::Vector(format!(
+            VectorError::invalid(format!(
                 "vector index at {} is unavailable",
                 self.dir.display()
             ))
