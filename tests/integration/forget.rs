@@ -194,13 +194,66 @@ async fn forget_erases_every_store_and_spares_others() {
         .iter()
         .all(|h| h.store == StoreFiles::Store));
 
+    // Alice's API keys (and bob's): hers are deleted with her, so none
+    // authenticates and no row (nor file) keeps them.
+    let store = engine.store().clone();
+    let mut alice_keys = Vec::new();
+    for role in [mnemo::store::Role::User, mnemo::store::Role::Agent] {
+        let (k, secret) =
+            mnemo::service::keys::create(store.as_ref(), "default", Some("alice"), role, t0())
+                .await
+                .unwrap();
+        alice_keys.push((k, secret));
+    }
+    let (_, bob_secret) = mnemo::service::keys::create(
+        store.as_ref(),
+        "default",
+        Some("bob"),
+        mnemo::store::Role::User,
+        t0(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        engine
+            .verify_erasure(&admin, "alice")
+            .await
+            .unwrap()
+            .api_keys,
+        2
+    );
+    engine.commit().await.unwrap();
+    assert!(!files_containing(dir.path(), &alice_keys[0].0.secret_sha256).is_empty());
+
     // Alice's own key erases Alice.
-    let alice = Actor {
-        user_id: Some("alice".into()),
-        admin: false,
-        ..Actor::local("alice-key")
-    };
+    let (_, alice) = mnemo::service::keys::authenticate(store.as_ref(), &alice_keys[0].1)
+        .await
+        .unwrap();
     let receipt = engine.forget_user(&alice, "alice").await.unwrap();
+    assert_eq!(receipt.erased.api_keys, 2);
+    for (k, secret) in &alice_keys {
+        assert!(matches!(
+            mnemo::service::keys::authenticate(store.as_ref(), secret).await,
+            Err(Error::Unauthenticated(_))
+        ));
+        assert_eq!(
+            files_containing(dir.path(), &k.secret_sha256),
+            Vec::<String>::new(),
+            "a key row of the erased user is left in the files"
+        );
+    }
+    assert!(store
+        .list_api_keys()
+        .await
+        .unwrap()
+        .iter()
+        .all(|k| k.user_id.as_deref() != Some("alice")));
+    assert!(
+        mnemo::service::keys::authenticate(store.as_ref(), &bob_secret)
+            .await
+            .is_ok(),
+        "bob's key still works"
+    );
     assert_eq!(receipt.user_id, "alice");
     assert_eq!(receipt.erased.memories, 6);
     assert_eq!(receipt.erased.candidates, 1);
@@ -216,6 +269,7 @@ async fn forget_erases_every_store_and_spares_others() {
     // (1) every API returns nothing for Alice.
     let verification = engine.verify_erasure(&admin, "alice").await.unwrap();
     assert!(verification.erased, "{verification:?}");
+    assert_eq!(verification.api_keys, 0);
     assert!(verification.last_erasure_at.is_some());
     let mut scope = Scope::user("alice").with_thread("thread-alice");
     scope.include_pending = true;
