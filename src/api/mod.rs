@@ -18,6 +18,7 @@ pub mod error;
 pub mod listen;
 pub mod mcp;
 pub mod metrics;
+pub mod openapi;
 pub mod rate_limit;
 pub mod routes;
 pub mod server;
@@ -102,6 +103,9 @@ pub struct AppState {
     pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
     /// The last successful readiness check, reused for a few seconds.
     pub readiness: Arc<routes::ops::Readiness>,
+    /// The data directory `GET /v1/users/{user_id}/erasure?files=true` scans,
+    /// set only when it holds every store (the embedded deployment).
+    pub erasure_files: Option<Arc<routes::users::ErasureFiles>>,
 }
 
 /// The default of [`AppState::erasure_wait`].
@@ -125,7 +129,15 @@ impl AppState {
             erasure_wait: DEFAULT_ERASURE_WAIT,
             rate_limiter,
             readiness: Default::default(),
+            erasure_files: None,
         }
+    }
+
+    /// Lets admins ask verification for the file scan of `data_dir` (only
+    /// where the data directory holds the store and both indexes).
+    pub fn with_erasure_files(mut self, data_dir: Option<std::path::PathBuf>) -> Self {
+        self.erasure_files = data_dir.map(|d| Arc::new(routes::users::ErasureFiles::new(d)));
+        self
     }
 
     /// Sets how long a forget-all request waits before answering 202.

@@ -793,3 +793,72 @@ async fn the_change_feed_is_pruned_once_every_live_node_applied_it() {
     pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
     assert!(store.index_changes(0, 100).await.unwrap().is_empty());
 }
+
+/// `GET /v1/users/{user_id}/erasure?files=true`: the byte scan `mnemo
+/// verify-erasure` adds, for admin keys, where the data directory holds
+/// every store; refused elsewhere and for other keys.
+#[tokio::test]
+async fn verification_over_http_scans_the_files_for_admins() {
+    use axum::http::{Method, StatusCode};
+    use mnemo::store::Role;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let user = "user-zqxiris";
+    populate(&engine, &Actor::local("admin"), user, "zqxiris").await;
+    engine.commit().await.unwrap();
+    let admin = crate::api::key(&engine, "default", None, Role::Admin).await;
+    let agent = crate::api::key(&engine, "default", None, Role::Agent).await;
+    let state = mnemo::api::AppState::new(engine.clone(), mnemo::api::AuthMode::Keys)
+        .with_erasure_files(Some(dir.path().to_path_buf()));
+    let app = mnemo::api::app(state);
+    let uri = format!("/v1/users/{user}/erasure?files=true");
+
+    let r = crate::api::call(&app, Method::GET, &uri, Some(&admin), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["files"]["clean"], false, "{}", r.body);
+    assert!(r.body["memories"].as_u64().unwrap() > 0);
+    let r = crate::api::call(&app, Method::GET, &uri, Some(&agent), None).await;
+    crate::api::assert_error(&r, StatusCode::FORBIDDEN, "forbidden");
+
+    let r = crate::api::call(
+        &app,
+        Method::DELETE,
+        &format!("/v1/users/{user}"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = crate::api::call(&app, Method::GET, &uri, Some(&admin), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["erased"], true, "{}", r.body);
+    assert_eq!(r.body["files"]["clean"], true, "{}", r.body);
+    let scanned: Vec<&str> = r.body["files"]["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["files_scanned"].as_u64().unwrap() > 0)
+        .map(|s| s["store"].as_str().unwrap())
+        .collect();
+    for store in ["store", "lexical", "vectors"] {
+        assert!(scanned.contains(&store), "{store} not scanned: {scanned:?}");
+    }
+    // Without the flag: the counts only.
+    let r = crate::api::call(
+        &app,
+        Method::GET,
+        &format!("/v1/users/{user}/erasure"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert!(r.body.get("files").is_none(), "{}", r.body);
+
+    // A deployment whose data directory does not hold the stores refuses it.
+    let elsewhere = mnemo::api::app(mnemo::api::AppState::new(
+        engine.clone(),
+        mnemo::api::AuthMode::Keys,
+    ));
+    let r = crate::api::call(&elsewhere, Method::GET, &uri, Some(&admin), None).await;
+    crate::api::assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+}
