@@ -59,6 +59,8 @@ pub enum Rule {
     OneOf(Vec<&'static str>),
     /// An HTTP header value of 1 to this many visible ASCII characters.
     AsciiHeader(usize),
+    /// A UUID (the list cursors).
+    Uuid,
 }
 
 impl Rule {
@@ -94,6 +96,7 @@ impl Rule {
             Rule::AsciiHeader(max) => json!({
                 "minLength": 1, "maxLength": max, "pattern": "^[\\x21-\\x7E]([\\x20-\\x7E]*[\\x21-\\x7E])?$",
             }),
+            Rule::Uuid => json!({"format": "uuid"}),
         };
         match v {
             Value::Object(m) => m,
@@ -230,6 +233,21 @@ pub fn body_rules(policy: &Policy) -> Vec<(&'static str, &'static str, Rule)> {
     rules
 }
 
+/// (schema, keywords): rules on a whole request body, where the server
+/// needs one of several fields.
+pub fn schema_rules() -> Vec<(&'static str, Value)> {
+    let any_of = |fields: &[&str]| json!({"anyOf": fields.iter().map(|f| json!({"required": [f]})).collect::<Vec<_>>()});
+    vec![
+        // `nothing to change` otherwise.
+        (
+            "PatchRequest",
+            any_of(&["text", "importance", "metadata", "expires_at"]),
+        ),
+        // `give a query or messages` otherwise.
+        ("ContextRequest", any_of(&["query", "messages"])),
+    ]
+}
+
 /// (path, method, parameter, rule): path, query and header parameters.
 pub fn parameter_rules() -> Vec<(&'static str, &'static str, &'static str, Rule)> {
     let page = Rule::Range(1.0, MAX_PAGE as f64);
@@ -237,6 +255,8 @@ pub fn parameter_rules() -> Vec<(&'static str, &'static str, &'static str, Rule)
         ("/v1/memories", "get", "user_id", Rule::Id),
         ("/v1/memories", "get", "thread_id", Rule::Id),
         ("/v1/memories", "get", "limit", page),
+        ("/v1/memories", "get", "cursor", Rule::Uuid),
+        ("/v1/users", "get", "cursor", Rule::Uuid),
         (
             "/v1/threads/{id}",
             "get",
@@ -280,6 +300,16 @@ pub fn document(policy: &Policy) -> Result<Value> {
             .ok_or_else(|| Error::internal(format!("OpenAPI: no field {schema}.{property}")))?;
         rule.apply(target);
     }
+    for (schema, keywords) in schema_rules() {
+        let target = doc
+            .pointer_mut(&format!("/components/schemas/{schema}"))
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| Error::internal(format!("OpenAPI: no schema {schema}")))?;
+        if let Value::Object(k) = keywords {
+            target.extend(k);
+        }
+    }
+    document_too_large(&mut doc);
     for (path, method, name, rule) in parameter_rules() {
         let params = doc
             .pointer_mut(&format!(
@@ -299,4 +329,32 @@ pub fn document(policy: &Policy) -> Result<Value> {
         rule.apply(schema);
     }
     Ok(doc)
+}
+
+/// Every operation that takes a body may answer 413 `payload_too_large`:
+/// the body over the request limit, or a text over
+/// `limits.max_text_bytes` bytes (the schema's `maxLength` counts
+/// characters, so a text within it can still be over in bytes).
+fn document_too_large(doc: &mut Value) {
+    let too_large = json!({
+        "description": "Too large: the body is over the request body limit, or a text over \
+                        `limits.max_text_bytes` bytes (`payload_too_large`)",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    });
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let Some(ops) = item.as_object_mut() else {
+            continue;
+        };
+        for op in ops.values_mut() {
+            if op.get("requestBody").is_none() {
+                continue;
+            }
+            if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) {
+                responses.entry("413").or_insert_with(|| too_large.clone());
+            }
+        }
+    }
 }

@@ -6,7 +6,7 @@
 use axum::http::Method;
 use mnemo::agent::threads::{MAX_KEY_FIELDS, VIEW_MESSAGES};
 use mnemo::api::auth::AuthMode;
-use mnemo::api::openapi::{body_rules, parameter_rules};
+use mnemo::api::openapi::{body_rules, parameter_rules, schema_rules};
 use mnemo::api::routes::chat::MAX_THREAD_ID_BYTES;
 use mnemo::api::routes::memories::MAX_PAGE;
 use mnemo::domain::validate::{
@@ -177,6 +177,25 @@ async fn openapi_states_every_validator_constraint() {
         let p = param(&doc, path, method, name);
         for (k, v) in rule.keywords() {
             assert_eq!(p[&k], v, "{method} {path} {name}.{k}");
+        }
+    }
+
+    // Whole-body rules, cursors, and 413 wherever a body is taken.
+    assert_eq!(
+        doc["components"]["schemas"]["ContextRequest"]["anyOf"],
+        json!([{"required": ["query"]}, {"required": ["messages"]}])
+    );
+    for (schema, keywords) in schema_rules() {
+        for (k, v) in keywords.as_object().unwrap() {
+            assert_eq!(&doc["components"]["schemas"][schema][k], v, "{schema}.{k}");
+        }
+    }
+    assert_eq!(param(&doc, "/v1/users", "get", "cursor")["format"], "uuid");
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            if op.get("requestBody").is_some() {
+                assert!(op["responses"].get("413").is_some(), "{method} {path}: 413");
+            }
         }
     }
 
