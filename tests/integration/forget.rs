@@ -862,3 +862,63 @@ async fn verification_over_http_scans_the_files_for_admins() {
     let r = crate::api::call(&elsewhere, Method::GET, &uri, Some(&admin), None).await;
     crate::api::assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
 }
+
+/// The erasure sweep scrubs the tombstone's user hash a day after the
+/// erasure, once its change-feed row is gone: verification then no longer
+/// names a last erasure, and the store no longer confirms the user id.
+#[tokio::test]
+async fn the_sweep_scrubs_tombstones_after_their_retention() {
+    use mnemo::erasure_feed::FeedPruner;
+    use mnemo::runner::PeriodicTask;
+    use mnemo::service::erasure::{ErasureSweep, ERASURE_TOMBSTONE_RETENTION};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(manual());
+    let engine = engine_in(dir.path(), clock.clone()).await;
+    let admin = Actor::local("admin");
+    engine
+        .add(&admin, vec![long_term("alice", "alice's note")], true)
+        .await
+        .unwrap();
+    engine.forget_user(&admin, "alice").await.unwrap();
+    let last = |engine: mnemo::Engine| async move {
+        engine
+            .verify_erasure(&Actor::local("admin"), "alice")
+            .await
+            .unwrap()
+            .last_erasure_at
+    };
+    // Within the retention: kept.
+    ErasureSweep::every(engine.clone(), std::time::Duration::from_secs(1))
+        .run_once()
+        .await
+        .unwrap();
+    assert!(last(engine.clone()).await.is_some());
+    // Past it, but the feed still holds the erasure: kept.
+    clock.advance(chrono::Duration::from_std(ERASURE_TOMBSTONE_RETENTION).unwrap());
+    clock.advance(chrono::Duration::minutes(1));
+    ErasureSweep::every(engine.clone(), std::time::Duration::from_secs(1))
+        .run_once()
+        .await
+        .unwrap();
+    assert!(last(engine.clone()).await.is_some());
+    let hash = mnemo::store::user_hash("default", "alice");
+    assert!(
+        !files_containing(dir.path(), &hash).is_empty(),
+        "the tombstone holds the hash"
+    );
+    // The feed pruned (single node): the next sweep scrubs it.
+    let store = engine.store().clone();
+    let mut pruner = FeedPruner::new(std::time::Duration::ZERO);
+    let now = mnemo::clock::Clock::now(clock.as_ref());
+    pruner.run_once(store.as_ref(), now).await.unwrap();
+    assert!(pruner.run_once(store.as_ref(), now).await.unwrap() > 0);
+    ErasureSweep::every(engine.clone(), std::time::Duration::from_secs(1))
+        .run_once()
+        .await
+        .unwrap();
+    let v = engine.verify_erasure(&admin, "alice").await.unwrap();
+    assert!(v.erased, "{v:?}");
+    assert_eq!(v.last_erasure_at, None);
+    engine.commit().await.unwrap();
+    assert_eq!(files_containing(dir.path(), &hash), Vec::<String>::new());
+}

@@ -192,6 +192,13 @@ impl ErasureStore for SqlStore<D> {
         .execute(&self.pool)
         .await?
         .rows_affected();
+        // The cleanup of a completed erasure: SQLite checkpoints, so the old
+        // page (secure_delete zeroes the freed cell) leaves the files too.
+        // PostgreSQL keeps the old tuple until the next (auto)vacuum of
+        // erasure_receipts.
+        if done > 0 {
+            D::after_complete_erasure(&self.pool).await?;
+        }
         Ok(done)
     }
 }
