@@ -143,6 +143,11 @@ pub struct ErasureVerification {
     /// When the last erasure of this user completed, if any; kept for
     /// [`ERASURE_TOMBSTONE_RETENTION`], then scrubbed from the tombstone.
     pub last_erasure_at: Option<DateTime<Utc>>,
+    /// `GET …/erasure?files=true` (admin, embedded deployment): what the
+    /// data directory's files hold of the user (`clean: true` when none
+    /// holds the raw id, nor an index file the owner key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<crate::erasure_scan::ResidueReport>,
 }
 
 /// How often [`ErasureSweep`] looks for intents to resume.
@@ -490,6 +495,7 @@ impl Engine {
             nodes_behind: nodes.behind,
             erased,
             last_erasure_at,
+            files: None,
         })
     }
 

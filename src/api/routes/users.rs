@@ -32,7 +32,6 @@ use utoipa::ToSchema;
 use crate::api::auth::{require_admin, Auth};
 use crate::api::error::{ErrorBody, Json, Query};
 use crate::api::AppState;
-use crate::erasure_scan::ResidueReport;
 use crate::error::{Error, Result};
 use crate::service::erasure::{ErasureReceipt, ErasureStatus, ErasureVerification};
 
@@ -60,18 +59,6 @@ pub struct VerifyParams {
     /// one scan at a time).
     #[serde(default)]
     pub files: bool,
-}
-
-/// The verification, with the file scan when asked for.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct VerificationReport {
-    #[serde(flatten)]
-    pub verification: ErasureVerification,
-    /// With `files=true`: what the data directory's files hold of the user
-    /// (`clean: true` when none holds the raw id, nor an index file the
-    /// owner key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub files: Option<ResidueReport>,
 }
 
 /// An erasure still running when the DELETE answered (202).
@@ -134,7 +121,7 @@ pub async fn forget_user(
     get, path = "/v1/users/{user_id}/erasure", tag = "users",
     params(("user_id" = String, Path, description = "User id"), VerifyParams),
     responses(
-        (status = 200, description = "Counts per store (and the file scan with `files=true`)", body = VerificationReport),
+        (status = 200, description = "Counts per store (and the file scan with `files=true`)", body = ErasureVerification),
         (status = 400, description = "Invalid input, or `files=true` where the data directory does not hold the stores", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "A user key naming another user; `files=true` without an admin key", body = ErrorBody),
@@ -148,7 +135,7 @@ pub async fn verify_erasure(
     Auth(actor): Auth,
     Path(user_id): Path<String>,
     Query(params): Query<VerifyParams>,
-) -> Result<Json<VerificationReport>> {
+) -> Result<Json<ErasureVerification>> {
     // Checked before the counts, so a refused scan costs nothing.
     let scan = if params.files {
         require_admin(&actor, "scan the data directory")?;
@@ -171,8 +158,8 @@ pub async fn verify_erasure(
     } else {
         None
     };
-    let verification = state.engine.verify_erasure(&actor, &user_id).await?;
-    let files = match scan {
+    let mut verification = state.engine.verify_erasure(&actor, &user_id).await?;
+    verification.files = match scan {
         None => None,
         Some((files, permit)) => {
             let (tenant, user) = (actor.tenant_id.clone(), verification.user_id.clone());
@@ -185,10 +172,7 @@ pub async fn verify_erasure(
             Some(report)
         }
     };
-    Ok(Json(VerificationReport {
-        verification,
-        files,
-    }))
+    Ok(Json(verification))
 }
 
 /// Percent-encodes a path segment (everything but RFC 3986's unreserved
