@@ -38,7 +38,7 @@ use crate::domain::chat::ChatMessage;
 use crate::domain::thread::{
     Message, MessageRole, NewMessage, Payload, Summary, Thread, ToolSummary,
 };
-use crate::domain::validate::{validate_id, validate_text};
+use crate::domain::validate::{validate_id, validate_text, validate_window, MAX_TEMPERATURE};
 use crate::domain::Actor;
 use crate::domain::{NewMemory, Scope, Source, Tier};
 use crate::error::{Error, Result};
@@ -55,7 +55,7 @@ pub const NO_MODEL: &str = "no chat model is configured: set the OpenAI-compatib
 pub const EXTRACTOR_ACTOR: &str = "extractor";
 
 /// Most key fields a tool summary may carry.
-const MAX_KEY_FIELDS: usize = 20;
+pub const MAX_KEY_FIELDS: usize = 20;
 /// Characters of a tool result's one-line summary.
 const TOOL_SUMMARY_CHARS: usize = 300;
 /// Messages `GET /v1/threads/{id}` returns at most per page (the newest).
@@ -560,10 +560,10 @@ impl Agent {
         validate_text(&req.message, self.0.engine.policy().limits())
             .map_err(|e| rename_field(e, "message"))?;
         if let Some(t) = req.temperature {
-            if !(0.0..=2.0).contains(&t) {
+            if !(0.0..=MAX_TEMPERATURE).contains(&t) {
                 return Err(Error::invalid(
                     "temperature",
-                    "temperature must be between 0 and 2",
+                    format!("temperature must be between 0 and {MAX_TEMPERATURE}"),
                 ));
             }
         }
@@ -930,16 +930,6 @@ fn one_line(text: &str, chars: usize) -> String {
         s.push('…');
         s
     }
-}
-
-fn validate_window(tokens: usize) -> Result<()> {
-    if !(256..=10_000_000).contains(&tokens) {
-        return Err(Error::invalid(
-            "model_context_tokens",
-            "model_context_tokens must be between 256 and 10000000",
-        ));
-    }
-    Ok(())
 }
 
 /// Text validation names its field `text`; say which one it was.

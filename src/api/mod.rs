@@ -18,6 +18,7 @@ pub mod error;
 pub mod listen;
 pub mod mcp;
 pub mod metrics;
+pub mod openapi;
 pub mod rate_limit;
 pub mod routes;
 pub mod server;
@@ -105,6 +106,9 @@ pub struct AppState {
     /// Runs request-started background work (evaluations, export writers)
     /// on the node's runner (`AppState::with_tasks`).
     pub tasks: crate::runner::Spawner,
+    /// The data directory `GET /v1/users/{user_id}/erasure?files=true` scans,
+    /// set only when it holds every store (the embedded deployment).
+    pub erasure_files: Option<Arc<routes::users::ErasureFiles>>,
 }
 
 /// The default of [`AppState::erasure_wait`].
@@ -129,7 +133,15 @@ impl AppState {
             rate_limiter,
             readiness: Default::default(),
             tasks: Default::default(),
+            erasure_files: None,
         }
+    }
+
+    /// Lets admins ask verification for the file scan of `data_dir` (only
+    /// where the data directory holds the store and both indexes).
+    pub fn with_erasure_files(mut self, data_dir: Option<std::path::PathBuf>) -> Self {
+        self.erasure_files = data_dir.map(|d| Arc::new(routes::users::ErasureFiles::new(d)));
+        self
     }
 
     /// Sets how long a forget-all request waits before answering 202.

@@ -425,8 +425,11 @@ pub fn importance_factor(importance: f32, weight: f32) -> f32 {
 /// Why a hit scored what it did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ScoreBreakdown {
-    /// The lexical leg's raw BM25 score and rank (absent: not a BM25 candidate).
+    /// The lexical leg's raw BM25 score (admin keys only: its idf is the
+    /// whole index's, every tenant's, see [`ScoreBreakdown::for_non_admin`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bm25_score: Option<f32>,
+    /// The lexical leg's rank (absent: not a BM25 candidate).
     pub bm25_rank: Option<usize>,
     /// The vector leg's raw cosine similarity and rank.
     pub vector_similarity: Option<f32>,
@@ -439,7 +442,7 @@ pub struct ScoreBreakdown {
     pub vector_contribution: Option<f32>,
     pub fused_score: f32,
     /// `absolute` fusion's unit of the lexical leg: the BM25 score of a full
-    /// match of the query (Σ idf over its terms).
+    /// match of the query (Σ idf over its terms). Admin keys only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bm25_full_match_score: Option<f32>,
     /// `absolute` fusion's confidence in the vector leg for this query (the
@@ -454,6 +457,24 @@ pub struct ScoreBreakdown {
     pub rerank: Option<super::rerank::RerankSignals>,
     /// fused · decay · importance (· the second stage's factor).
     pub final_score: f32,
+}
+
+impl ScoreBreakdown {
+    /// The breakdown as a key that is not admin sees it: without the figures
+    /// that read the index's corpus statistics out directly. BM25's idf is
+    /// computed over the whole index, every tenant's documents, so the raw
+    /// `bm25_score` of a one-term query and the full-match score (Σ idf)
+    /// give away how many documents anywhere hold a term — a rare term's
+    /// presence in another tenant. Ranks, the normalised contributions and
+    /// the final score stay (what remains through them: ARCHITECTURE.md,
+    /// "BM25 statistics and tenants").
+    pub fn for_non_admin(self) -> Self {
+        ScoreBreakdown {
+            bm25_score: None,
+            bm25_full_match_score: None,
+            ..self
+        }
+    }
 }
 
 /// A ranked memory.

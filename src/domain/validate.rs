@@ -57,8 +57,33 @@ pub fn validate_unit(field: &'static str, value: f32) -> Result<()> {
     Ok(())
 }
 
+/// Longest id, in bytes of UTF-8 (user, thread, tenant, document ids).
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Smallest and largest model context window a request may name, in tokens
+/// (`model_context_tokens` of context and prompt requests).
+pub const MIN_CONTEXT_TOKENS: usize = 256;
+pub const MAX_CONTEXT_TOKENS: usize = 10_000_000;
+
+/// The sampling temperature a turn may ask for.
+pub const MAX_TEMPERATURE: f32 = 2.0;
+
+/// Checks a model context window against [`MIN_CONTEXT_TOKENS`] and
+/// [`MAX_CONTEXT_TOKENS`].
+pub fn validate_window(tokens: usize) -> Result<()> {
+    if !(MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS).contains(&tokens) {
+        return Err(Error::invalid(
+            "model_context_tokens",
+            format!(
+                "model_context_tokens must be between {MIN_CONTEXT_TOKENS} and {MAX_CONTEXT_TOKENS}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks an identifier supplied by a caller (user, thread, tenant, document
-/// ids): 1 to 256 bytes of UTF-8, any script (Chinese, emails, `:` `/` `@`
+/// ids): 1 to [`MAX_ID_BYTES`] bytes of UTF-8, any script (Chinese, emails, `:` `/` `@`
 /// and spaces are fine), but none of the characters that make two ids look
 /// the same or print what they are not: control characters (C0, C1, DEL),
 /// invisible format characters (zero-width space/joiners, word joiner, BOM,
@@ -83,10 +108,10 @@ pub fn validate_id(field: &'static str, value: &str) -> Result<()> {
 /// characters (length, no control characters): erasure and its verification
 /// use it, so data stored under an id refused today can still be erased.
 pub fn validate_existing_id(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() || value.len() > 256 {
+    if value.is_empty() || value.len() > MAX_ID_BYTES {
         return Err(Error::invalid(
             field,
-            format!("{field} must be 1 to 256 bytes long"),
+            format!("{field} must be 1 to {MAX_ID_BYTES} bytes long"),
         ));
     }
     if value.chars().any(|c| c.is_control()) {
@@ -103,15 +128,66 @@ pub fn validate_existing_id(field: &'static str, value: &str) -> Result<()> {
 /// a line or paragraph separator, not a noncharacter.
 pub fn is_id_char(c: char) -> bool {
     let u = c as u32;
-    let format = matches!(u,
-        0x00AD | 0x0600..=0x0605 | 0x061C | 0x06DD | 0x070F | 0x0890..=0x0891 | 0x08E2
-        | 0x180E | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F
-        | 0xFEFF | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F
-        | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F);
-    let separator = matches!(u, 0x2028 | 0x2029);
-    let nonchar = (0xFDD0..=0xFDEF).contains(&u) || (u & 0xFFFE) == 0xFFFE;
-    !(c.is_control() || format || separator || nonchar)
+    let refused = NOT_ID_CHARS.iter().any(|&(lo, hi)| (lo..=hi).contains(&u));
+    let nonchar = (u & 0xFFFE) == 0xFFFE;
+    !(c.is_control() || refused || nonchar)
 }
+
+/// The ranges [`is_id_char`] refuses besides control characters (`Cc`) and
+/// the noncharacters U+nFFFE/U+nFFFF of every plane: the format characters
+/// (`Cf`, Unicode 16), the line and paragraph separators, and the
+/// noncharacters U+FDD0..U+FDEF.
+const NOT_ID_CHARS: &[(u32, u32)] = &[
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2028, 0x2029),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFDD0, 0xFDEF),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+];
+
+/// [`is_id_char`] as a regular expression over a whole id, for the OpenAPI
+/// document (`pattern`), built from the same table. It names the refused
+/// characters of the Basic Multilingual Plane (`\uXXXX` escapes, which
+/// ECMA-262, Python and Rust regexes all read alike); the few refused
+/// characters above U+FFFF (format characters and noncharacters of the
+/// other planes) are stated in the field's description instead, since a
+/// pattern without the `u` flag cannot name them.
+pub fn id_pattern() -> String {
+    let mut class = String::from("\\u0000-\\u001F\\u007F-\\u009F");
+    for &(lo, hi) in NOT_ID_CHARS.iter().filter(|(_, hi)| *hi <= 0xFFFF) {
+        class.push_str(&format!("\\u{lo:04X}"));
+        if hi != lo {
+            class.push_str(&format!("-\\u{hi:04X}"));
+        }
+    }
+    class.push_str("\\uFFFE-\\uFFFF");
+    format!("^[^{class}]+$")
+}
+
+/// What [`validate_existing_id`] accepts, as a pattern: no control characters.
+pub const EXISTING_ID_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$";
+
+/// What [`validate_text`] accepts besides its length, as a pattern: no NUL,
+/// and not only whitespace.
+pub const TEXT_PATTERN: &str = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$";
 
 /// Most bytes of a memory's `metadata` as compact JSON (the policy's
 /// `limits.max_metadata_bytes` may lower it).
@@ -225,8 +301,40 @@ mod tests {
         // Erasure still accepts what was accepted before the restriction.
         assert!(validate_existing_id("user_id", "ali\u{202E}ce").is_ok());
         assert!(validate_existing_id("user_id", "a\nb").is_err());
-        let long = "x".repeat(257);
+        let long = "x".repeat(MAX_ID_BYTES + 1);
         assert!(validate_id("user_id", &long).is_err());
+        assert!(validate_id("user_id", &long[1..]).is_ok());
+    }
+
+    /// The OpenAPI pattern says what `validate_id` says, for every character
+    /// of the Basic Multilingual Plane (the ones it can name).
+    #[test]
+    fn the_id_pattern_agrees_with_the_validator_on_every_bmp_character() {
+        let pattern = regex::Regex::new(&id_pattern()).unwrap();
+        let existing = regex::Regex::new(EXISTING_ID_PATTERN).unwrap();
+        for u in 0..=0xFFFFu32 {
+            let Some(c) = char::from_u32(u) else { continue };
+            let id = format!("a{c}b");
+            assert_eq!(
+                pattern.is_match(&id),
+                validate_id("user_id", &id).is_ok(),
+                "U+{u:04X}"
+            );
+            assert_eq!(
+                existing.is_match(&id),
+                validate_existing_id("user_id", &id).is_ok(),
+                "U+{u:04X}"
+            );
+        }
+        let text = regex::Regex::new(TEXT_PATTERN).unwrap();
+        let limits = Limits::with_text_bytes(1000);
+        for t in ["ok", " a ", "", "   ", "\t\n", "a\0b", "\0"] {
+            assert_eq!(text.is_match(t), validate_text(t, limits).is_ok(), "{t:?}");
+        }
+        assert!(validate_window(MIN_CONTEXT_TOKENS).is_ok());
+        assert!(validate_window(MAX_CONTEXT_TOKENS).is_ok());
+        assert!(validate_window(MIN_CONTEXT_TOKENS - 1).is_err());
+        assert!(validate_window(MAX_CONTEXT_TOKENS + 1).is_err());
     }
 
     #[test]

@@ -34,12 +34,7 @@ impl Engine {
     /// tiers (working memory when a thread is given), and packs the hits.
     pub async fn build_context(&self, actor: &Actor, req: ContextRequest) -> Result<ContextBlock> {
         let policy = self.policy();
-        if !(256..=10_000_000).contains(&req.model_context_tokens) {
-            return Err(Error::invalid(
-                "model_context_tokens",
-                "model_context_tokens must be between 256 and 10000000",
-            ));
-        }
+        crate::domain::validate::validate_window(req.model_context_tokens)?;
         let fraction = req
             .budget_fraction
             .unwrap_or(policy.context.budget_fraction);

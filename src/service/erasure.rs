@@ -23,7 +23,11 @@
 //!      touched tables (PostgreSQL, see `store/sql/postgres.rs` for what that does
 //!      and does not remove);
 //! 3. replace the intent with a content-free tombstone (hashed user id,
-//!    counts, actor, time).
+//!    counts, actor, time); the sweep scrubs the hash from it after
+//!    [`ERASURE_TOMBSTONE_RETENTION`] (see [`ErasureSweep`]).
+//!
+//! The store step also deletes the user's API keys (step 2), so none
+//! authenticates and no key row keeps the user id.
 //!
 //! **A durable job, not a request.** Steps 2 and 3 run in a task of their own
 //! ([`Engine::start_erasure`]), tracked by the engine's [`ErasureJobs`]: a
@@ -82,6 +86,10 @@ pub struct ErasedCounts {
     pub lexical_docs: u64,
     pub vectors: u64,
     pub cached_embeddings: u64,
+    /// API keys bound to the user, deleted (none authenticates any more; no
+    /// key row keeps the user id).
+    #[serde(default)]
+    pub api_keys: u64,
 }
 
 /// Returned by a completed erasure.
@@ -119,6 +127,9 @@ pub struct ErasureVerification {
     pub messages: u64,
     pub lexical_docs: u64,
     pub vectors: u64,
+    /// API key rows bound to the user (revoked ones included).
+    #[serde(default)]
+    pub api_keys: u64,
     pub pending_erasure: bool,
     /// Clustered mode: the nodes following the store's change feed that are
     /// alive (0 on a single node, which has no followers).
@@ -129,14 +140,30 @@ pub struct ErasureVerification {
     /// True when every count is zero, no erasure is in progress and every
     /// live node has applied the erasure.
     pub erased: bool,
-    /// When the last erasure of this user completed, if any.
+    /// When the last erasure of this user completed, if any; kept for
+    /// [`ERASURE_TOMBSTONE_RETENTION`], then scrubbed from the tombstone.
     pub last_erasure_at: Option<DateTime<Utc>>,
+    /// `GET …/erasure?files=true` (admin, embedded deployment): what the
+    /// data directory's files hold of the user (`clean: true` when none
+    /// holds the raw id, nor an index file the owner key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<crate::erasure_scan::ResidueReport>,
 }
 
 /// How often [`ErasureSweep`] looks for intents to resume.
 /// An intent is resumed once two consecutive sweeps found it pending and not
 /// running on this node, so it is at least this old.
 pub const ERASURE_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long an erasure's tombstone keeps the hashed user id (so that
+/// verification can say when the user was erased). After it, and once the
+/// erasure's change-feed entry is pruned (every live node applied it), the
+/// sweep scrubs the hash: a store file no longer confirms that a guessed user
+/// id was ever erased. See ARCHITECTURE.md, "Tombstones".
+pub const ERASURE_TOMBSTONE_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+/// How often the sweep scrubs expired tombstones.
+const TOMBSTONE_SCRUB_EVERY: Duration = Duration::from_secs(15 * 60);
 
 /// A finished erasure task: the receipt, or why it failed (logged in full by
 /// the task; the intent stays and the sweep retries it).
@@ -368,6 +395,7 @@ impl Engine {
             lexical_docs: lexical_docs as u64,
             vectors: vector_points as u64,
             cached_embeddings: rows.cached_embeddings,
+            api_keys: rows.api_keys,
         };
         let completed_at = self.clock().now();
         let counts = serde_json::to_value(&erased).map_err(Error::internal)?;
@@ -437,6 +465,7 @@ impl Engine {
             && footprint.audit_events == 0
             && footprint.threads == 0
             && footprint.messages == 0
+            && footprint.api_keys == 0
             && lexical_docs == 0
             && vector_points == 0
             && footprint.pending_erasures == 0
@@ -460,11 +489,13 @@ impl Engine {
             messages: footprint.messages,
             lexical_docs: lexical_docs as u64,
             vectors: vector_points as u64,
+            api_keys: footprint.api_keys,
             pending_erasure: footprint.pending_erasures > 0,
             live_nodes: nodes.live_nodes,
             nodes_behind: nodes.behind,
             erased,
             last_erasure_at,
+            files: None,
         })
     }
 
@@ -524,11 +555,15 @@ impl Engine {
 /// deletes is what the recorded intent already promised to delete; every
 /// step is idempotent, so two nodes resuming the same intent is harmless.
 /// Each pass then prunes the change feed (`erasure_feed.rs`: entries every
-/// live node has applied, after a grace period).
+/// live node has applied, after a grace period), and every
+/// `TOMBSTONE_SCRUB_EVERY` scrubs the hashed user id from tombstones older
+/// than [`ERASURE_TOMBSTONE_RETENTION`] whose feed entry is gone (nothing
+/// reads it any more but verification's `last_erasure_at`).
 pub struct ErasureSweep {
     engine: Engine,
     every: Duration,
     feed: crate::erasure_feed::FeedPruner,
+    scrubbed_at: Option<std::time::Instant>,
 }
 
 impl ErasureSweep {
@@ -542,7 +577,27 @@ impl ErasureSweep {
             engine,
             every,
             feed: crate::erasure_feed::FeedPruner::new(crate::erasure_feed::FEED_PRUNE_GRACE),
+            scrubbed_at: None,
         }
+    }
+}
+
+impl ErasureSweep {
+    async fn scrub_tombstones(&mut self) -> Result<u64> {
+        if self
+            .scrubbed_at
+            .is_some_and(|at| at.elapsed() < TOMBSTONE_SCRUB_EVERY)
+        {
+            return Ok(0);
+        }
+        let before = self.engine.clock().now()
+            - chrono::Duration::from_std(ERASURE_TOMBSTONE_RETENTION).map_err(Error::internal)?;
+        let n = self.engine.store().scrub_erasure_tombstones(before).await?;
+        self.scrubbed_at = Some(std::time::Instant::now());
+        if n > 0 {
+            tracing::info!(tombstones = n, "erasure tombstones scrubbed");
+        }
+        Ok(n)
     }
 }
 
@@ -562,6 +617,7 @@ impl crate::runner::PeriodicTask for ErasureSweep {
             .feed
             .run_once(self.engine.store().as_ref(), self.engine.clock().now())
             .await;
-        swept.and(pruned).map(|_| ())
+        let scrubbed = self.scrub_tombstones().await;
+        swept.and(pruned).and(scrubbed).map(|_| ())
     }
 }

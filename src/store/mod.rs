@@ -414,8 +414,15 @@ pub trait ErasureStore: Send + Sync {
     ) -> Result<()>;
     /// What the store still holds of a user (all zero after an erasure).
     async fn user_footprint(&self, tenant_id: &str, user_id: &str) -> Result<UserFootprint>;
-    /// When the user's last erasure completed, if any.
+    /// When the user's last erasure completed, if any (`None` once its
+    /// tombstone was scrubbed).
     async fn last_erasure(&self, tenant_id: &str, user_id: &str) -> Result<Option<DateTime<Utc>>>;
+    /// Scrubs the hashed user id from the tombstones of erasures completed
+    /// before `completed_before` whose change-feed entry is gone (every live
+    /// node applied it and the feed was pruned): the receipt (tenant, counts,
+    /// actor, time) stays, nothing in it names the user any more. Returns the
+    /// tombstones scrubbed.
+    async fn scrub_erasure_tombstones(&self, completed_before: DateTime<Utc>) -> Result<u64>;
 }
 
 /// Threads of the agent loop: messages, tool payloads, turn leases,
@@ -638,6 +645,9 @@ pub struct ErasedRows {
     pub threads: u64,
     /// Messages, with their tool payloads.
     pub messages: u64,
+    /// API keys bound to the user: deleted, so no key row keeps the user id
+    /// (and none authenticates any more).
+    pub api_keys: u64,
 }
 
 /// Rows of a user left in the store.
@@ -648,6 +658,8 @@ pub struct UserFootprint {
     pub threads: u64,
     pub messages: u64,
     pub pending_erasures: u64,
+    /// API keys bound to the user (revoked or not).
+    pub api_keys: u64,
 }
 
 /// The hashed user id kept in erasure tombstones.

@@ -282,6 +282,40 @@ async fn memories_add_get_patch_history_list_delete() {
         .all(|h| h["memory"]["id"] != id.as_str()));
 }
 
+/// BM25's idf spans every tenant's documents, so the raw score (and the
+/// full-match score, Σ idf) would tell a key how many documents anywhere
+/// hold a term: only admin keys see them (issue 16).
+#[tokio::test]
+async fn explain_shows_raw_bm25_only_to_admin_keys() {
+    let api = api().await;
+    add(
+        &api,
+        &api.ann,
+        json!({"text": "Ann collects zanzibarite crystals", "refresh": true}),
+    )
+    .await;
+    let explain = |key: String| {
+        let app = api.app.clone();
+        async move {
+            let body = json!({"user_id": "ann", "query": "zanzibarite crystals", "explain": true});
+            let r = call(&app, Method::POST, "/v1/search", Some(&key), Some(body)).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+            r.body["hits"][0]["breakdown"].clone()
+        }
+    };
+    for key in [api.ann.clone(), api.agent.clone()] {
+        let b = explain(key).await;
+        assert!(b["bm25_rank"].is_number(), "{b}");
+        assert!(b["bm25_contribution"].is_number(), "{b}");
+        assert!(b["final_score"].is_number(), "{b}");
+        let fields = b.as_object().unwrap();
+        assert!(!fields.contains_key("bm25_score"), "{b}");
+        assert!(!fields.contains_key("bm25_full_match_score"), "{b}");
+    }
+    let b = explain(api.admin.clone()).await;
+    assert!(b["bm25_score"].as_f64().unwrap() > 0.0, "{b}");
+}
+
 #[tokio::test]
 async fn search_filters_and_explain() {
     let api = api().await;
@@ -1023,6 +1057,8 @@ async fn context_reference_documents_and_forget() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["user_id"], "ann");
     assert_eq!(r.body["erased"]["memories"], 1);
+    assert_eq!(r.body["erased"]["api_keys"], 1);
+    // Her key went with her: it no longer authenticates.
     let r = call(
         &api.app,
         Method::GET,
@@ -1031,22 +1067,26 @@ async fn context_reference_documents_and_forget() {
         None,
     )
     .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    assert_eq!(r.body["erased"], true);
-    assert_eq!(
-        (r.body["memories"].as_u64(), r.body["vectors"].as_u64()),
-        (Some(0), Some(0))
-    );
-    assert!(r.body["last_erasure_at"].is_string());
+    assert_error(&r, StatusCode::UNAUTHORIZED, "unauthenticated");
     let r = call(
         &api.app,
         Method::GET,
-        "/v1/users/bob/erasure",
-        Some(&api.ann),
+        "/v1/users/ann/erasure",
+        Some(&api.agent),
         None,
     )
     .await;
-    assert_error(&r, StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["erased"], true);
+    assert_eq!(
+        (
+            r.body["memories"].as_u64(),
+            r.body["vectors"].as_u64(),
+            r.body["api_keys"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0))
+    );
+    assert!(r.body["last_erasure_at"].is_string());
     let r = call(
         &api.app,
         Method::GET,

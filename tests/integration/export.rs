@@ -373,11 +373,22 @@ async fn the_http_routes_stream_exports_and_import_for_admins() {
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.body["indexed"], 1);
     assert!(r.body["replaced"].is_object());
+    // The replace is a full erasure first: ann's key went with her data.
+    assert_eq!(r.body["replaced"]["erased"]["api_keys"], 1);
     let r = call(
         &api.app,
         Method::GET,
         "/v1/memories?user_id=ann",
         Some(&api.ann),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{:?}", r.body);
+    let r = call(
+        &api.app,
+        Method::GET,
+        "/v1/memories?user_id=ann",
+        Some(&api.agent),
         None,
     )
     .await;

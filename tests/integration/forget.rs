@@ -194,13 +194,66 @@ async fn forget_erases_every_store_and_spares_others() {
         .iter()
         .all(|h| h.store == StoreFiles::Store));
 
+    // Alice's API keys (and bob's): hers are deleted with her, so none
+    // authenticates and no row (nor file) keeps them.
+    let store = engine.store().clone();
+    let mut alice_keys = Vec::new();
+    for role in [mnemo::store::Role::User, mnemo::store::Role::Agent] {
+        let (k, secret) =
+            mnemo::service::keys::create(store.as_ref(), "default", Some("alice"), role, t0())
+                .await
+                .unwrap();
+        alice_keys.push((k, secret));
+    }
+    let (_, bob_secret) = mnemo::service::keys::create(
+        store.as_ref(),
+        "default",
+        Some("bob"),
+        mnemo::store::Role::User,
+        t0(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        engine
+            .verify_erasure(&admin, "alice")
+            .await
+            .unwrap()
+            .api_keys,
+        2
+    );
+    engine.commit().await.unwrap();
+    assert!(!files_containing(dir.path(), &alice_keys[0].0.secret_sha256).is_empty());
+
     // Alice's own key erases Alice.
-    let alice = Actor {
-        user_id: Some("alice".into()),
-        admin: false,
-        ..Actor::local("alice-key")
-    };
+    let (_, alice) = mnemo::service::keys::authenticate(store.as_ref(), &alice_keys[0].1)
+        .await
+        .unwrap();
     let receipt = engine.forget_user(&alice, "alice").await.unwrap();
+    assert_eq!(receipt.erased.api_keys, 2);
+    for (k, secret) in &alice_keys {
+        assert!(matches!(
+            mnemo::service::keys::authenticate(store.as_ref(), secret).await,
+            Err(Error::Unauthenticated(_))
+        ));
+        assert_eq!(
+            files_containing(dir.path(), &k.secret_sha256),
+            Vec::<String>::new(),
+            "a key row of the erased user is left in the files"
+        );
+    }
+    assert!(store
+        .list_api_keys()
+        .await
+        .unwrap()
+        .iter()
+        .all(|k| k.user_id.as_deref() != Some("alice")));
+    assert!(
+        mnemo::service::keys::authenticate(store.as_ref(), &bob_secret)
+            .await
+            .is_ok(),
+        "bob's key still works"
+    );
     assert_eq!(receipt.user_id, "alice");
     assert_eq!(receipt.erased.memories, 6);
     assert_eq!(receipt.erased.candidates, 1);
@@ -216,6 +269,7 @@ async fn forget_erases_every_store_and_spares_others() {
     // (1) every API returns nothing for Alice.
     let verification = engine.verify_erasure(&admin, "alice").await.unwrap();
     assert!(verification.erased, "{verification:?}");
+    assert_eq!(verification.api_keys, 0);
     assert!(verification.last_erasure_at.is_some());
     let mut scope = Scope::user("alice").with_thread("thread-alice");
     scope.include_pending = true;
@@ -738,4 +792,133 @@ async fn the_change_feed_is_pruned_once_every_live_node_applied_it() {
     pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
     pruner.run_once(store.as_ref(), clock.now()).await.unwrap();
     assert!(store.index_changes(0, 100).await.unwrap().is_empty());
+}
+
+/// `GET /v1/users/{user_id}/erasure?files=true`: the byte scan `mnemo
+/// verify-erasure` adds, for admin keys, where the data directory holds
+/// every store; refused elsewhere and for other keys.
+#[tokio::test]
+async fn verification_over_http_scans_the_files_for_admins() {
+    use axum::http::{Method, StatusCode};
+    use mnemo::store::Role;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let user = "user-zqxiris";
+    populate(&engine, &Actor::local("admin"), user, "zqxiris").await;
+    engine.commit().await.unwrap();
+    let admin = crate::api::key(&engine, "default", None, Role::Admin).await;
+    let agent = crate::api::key(&engine, "default", None, Role::Agent).await;
+    let state = mnemo::api::AppState::new(engine.clone(), mnemo::api::AuthMode::Keys)
+        .with_erasure_files(Some(dir.path().to_path_buf()));
+    let app = mnemo::api::app(state);
+    let uri = format!("/v1/users/{user}/erasure?files=true");
+
+    let r = crate::api::call(&app, Method::GET, &uri, Some(&admin), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["files"]["clean"], false, "{}", r.body);
+    assert!(r.body["memories"].as_u64().unwrap() > 0);
+    let r = crate::api::call(&app, Method::GET, &uri, Some(&agent), None).await;
+    crate::api::assert_error(&r, StatusCode::FORBIDDEN, "forbidden");
+
+    let r = crate::api::call(
+        &app,
+        Method::DELETE,
+        &format!("/v1/users/{user}"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = crate::api::call(&app, Method::GET, &uri, Some(&admin), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["erased"], true, "{}", r.body);
+    assert_eq!(r.body["files"]["clean"], true, "{}", r.body);
+    let scanned: Vec<&str> = r.body["files"]["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["files_scanned"].as_u64().unwrap() > 0)
+        .map(|s| s["store"].as_str().unwrap())
+        .collect();
+    for store in ["store", "lexical", "vectors"] {
+        assert!(scanned.contains(&store), "{store} not scanned: {scanned:?}");
+    }
+    // Without the flag: the counts only.
+    let r = crate::api::call(
+        &app,
+        Method::GET,
+        &format!("/v1/users/{user}/erasure"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert!(r.body.get("files").is_none(), "{}", r.body);
+
+    // A deployment whose data directory does not hold the stores refuses it.
+    let elsewhere = mnemo::api::app(mnemo::api::AppState::new(
+        engine.clone(),
+        mnemo::api::AuthMode::Keys,
+    ));
+    let r = crate::api::call(&elsewhere, Method::GET, &uri, Some(&admin), None).await;
+    crate::api::assert_error(&r, StatusCode::BAD_REQUEST, "invalid_argument");
+}
+
+/// The erasure sweep scrubs the tombstone's user hash a day after the
+/// erasure, once its change-feed row is gone: verification then no longer
+/// names a last erasure, and the store no longer confirms the user id.
+#[tokio::test]
+async fn the_sweep_scrubs_tombstones_after_their_retention() {
+    use mnemo::erasure_feed::FeedPruner;
+    use mnemo::runner::PeriodicTask;
+    use mnemo::service::erasure::{ErasureSweep, ERASURE_TOMBSTONE_RETENTION};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(manual());
+    let engine = engine_in(dir.path(), clock.clone()).await;
+    let admin = Actor::local("admin");
+    engine
+        .add(&admin, vec![long_term("alice", "alice's note")], true)
+        .await
+        .unwrap();
+    engine.forget_user(&admin, "alice").await.unwrap();
+    let last = |engine: mnemo::Engine| async move {
+        engine
+            .verify_erasure(&Actor::local("admin"), "alice")
+            .await
+            .unwrap()
+            .last_erasure_at
+    };
+    // Within the retention: kept.
+    ErasureSweep::every(engine.clone(), std::time::Duration::from_secs(1))
+        .run_once()
+        .await
+        .unwrap();
+    assert!(last(engine.clone()).await.is_some());
+    // Past it, but the feed still holds the erasure: kept.
+    clock.advance(chrono::Duration::from_std(ERASURE_TOMBSTONE_RETENTION).unwrap());
+    clock.advance(chrono::Duration::minutes(1));
+    ErasureSweep::every(engine.clone(), std::time::Duration::from_secs(1))
+        .run_once()
+        .await
+        .unwrap();
+    assert!(last(engine.clone()).await.is_some());
+    let hash = mnemo::store::user_hash("default", "alice");
+    assert!(
+        !files_containing(dir.path(), &hash).is_empty(),
+        "the tombstone holds the hash"
+    );
+    // The feed pruned (single node): the next sweep scrubs it.
+    let store = engine.store().clone();
+    let mut pruner = FeedPruner::new(std::time::Duration::ZERO);
+    let now = mnemo::clock::Clock::now(clock.as_ref());
+    pruner.run_once(store.as_ref(), now).await.unwrap();
+    assert!(pruner.run_once(store.as_ref(), now).await.unwrap() > 0);
+    ErasureSweep::every(engine.clone(), std::time::Duration::from_secs(1))
+        .run_once()
+        .await
+        .unwrap();
+    let v = engine.verify_erasure(&admin, "alice").await.unwrap();
+    assert!(v.erased, "{v:?}");
+    assert_eq!(v.last_erasure_at, None);
+    engine.commit().await.unwrap();
+    assert_eq!(files_containing(dir.path(), &hash), Vec::<String>::new());
 }

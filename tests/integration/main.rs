@@ -26,6 +26,7 @@ mod llm;
 mod mcp;
 mod metrics;
 mod migrate;
+mod openapi;
 mod over_http;
 mod postgres_engine;
 mod qdrant_cluster;

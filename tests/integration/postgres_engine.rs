@@ -50,8 +50,37 @@ async fn engine_on_postgres_adds_searches_forgets_and_verifies() {
     );
     assert_eq!(texts(&engine, "bob", "tea").await, ["bob drinks black tea"]);
 
+    // Alice's key is deleted with her (no row keeps her id); bob's stays.
+    let store = engine.store().clone();
+    let role = mnemo::store::Role::User;
+    let (alice_key, alice_secret) =
+        mnemo::service::keys::create(store.as_ref(), "default", Some("alice"), role, t0())
+            .await
+            .unwrap();
+    let (_, bob_secret) =
+        mnemo::service::keys::create(store.as_ref(), "default", Some("bob"), role, t0())
+            .await
+            .unwrap();
     let receipt = engine.forget_user(&admin, "alice").await.unwrap();
     assert_eq!(receipt.erased.memories, 2);
+    assert_eq!(receipt.erased.api_keys, 1);
+    assert!(
+        mnemo::service::keys::authenticate(store.as_ref(), &alice_secret)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        store
+            .api_key_by_hash(&alice_key.secret_sha256)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        mnemo::service::keys::authenticate(store.as_ref(), &bob_secret)
+            .await
+            .is_ok()
+    );
     assert_eq!(
         (receipt.erased.lexical_docs, receipt.erased.vectors),
         (2, 2)
@@ -59,6 +88,7 @@ async fn engine_on_postgres_adds_searches_forgets_and_verifies() {
     let v = engine.verify_erasure(&admin, "alice").await.unwrap();
     assert!(v.erased, "{v:?}");
     assert!(v.last_erasure_at.is_some());
+    assert_eq!(v.api_keys, 0);
     assert!(texts(&engine, "alice", "tea Porto").await.is_empty());
     let listed = engine
         .list(

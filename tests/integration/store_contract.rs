@@ -88,6 +88,7 @@ contract_tests!(
     a_node_follows_another_nodes_writes_and_ranks_them_identically,
     an_erasure_reaches_every_node_and_verification_waits_for_them,
     a_node_that_stopped_heartbeating_is_not_waited_for,
+    tombstones_lose_the_user_hash_once_retained_and_applied,
 );
 
 fn owner(user: Option<&str>) -> CacheOwner {
@@ -1099,6 +1100,37 @@ async fn erase_user_leaves_nothing_and_spares_others(b: Backend) {
     .unwrap();
     let bob_thread = thread("bob");
     s.insert_thread(&bob_thread).await.unwrap();
+    // Alice's keys (one revoked already), bob's, and alice's in another tenant.
+    s.insert_api_key(&key("k-alice", "h-alice", Role::User, Some("alice"), 1))
+        .await
+        .unwrap();
+    s.insert_api_key(&key(
+        "k-alice-agent",
+        "h-alice-agent",
+        Role::Agent,
+        Some("alice"),
+        2,
+    ))
+    .await
+    .unwrap();
+    s.revoke_api_key("k-alice-agent", t0()).await.unwrap();
+    let bob_key = key("k-bob", "h-bob", Role::User, Some("bob"), 3);
+    s.insert_api_key(&bob_key).await.unwrap();
+    let alice_elsewhere_key = ApiKey {
+        tenant_id: "other".into(),
+        ..key(
+            "k-alice-other",
+            "h-alice-other",
+            Role::User,
+            Some("alice"),
+            4,
+        )
+    };
+    s.insert_api_key(&alice_elsewhere_key).await.unwrap();
+    assert_eq!(
+        s.user_footprint("default", "alice").await.unwrap().api_keys,
+        2
+    );
 
     s.begin_erasure("default", "alice", "admin", t0())
         .await
@@ -1120,8 +1152,24 @@ async fn erase_user_leaves_nothing_and_spares_others(b: Backend) {
             cached_embeddings: 4,
             threads: 1,
             messages: 3,
+            api_keys: 2,
         }
     );
+    // Her keys are gone (none authenticates, no row keeps her id); the
+    // others' stay.
+    assert_eq!(s.api_key_by_hash("h-alice").await.unwrap(), None);
+    assert_eq!(s.api_key_by_hash("h-alice-agent").await.unwrap(), None);
+    assert_eq!(s.api_key_by_hash("h-bob").await.unwrap(), Some(bob_key));
+    assert_eq!(
+        s.api_key_by_hash("h-alice-other").await.unwrap(),
+        Some(alice_elsewhere_key)
+    );
+    assert!(s
+        .list_api_keys()
+        .await
+        .unwrap()
+        .iter()
+        .all(|k| !(k.tenant_id == "default" && k.user_id.as_deref() == Some("alice"))));
     let footprint = s.user_footprint("default", "alice").await.unwrap();
     assert_eq!((footprint.memories, footprint.audit_events), (0, 0));
     assert_eq!(footprint.pending_erasures, 1, "until completed");
@@ -2125,4 +2173,50 @@ async fn erase_user_works_in_batches_and_lets_other_users_write(b: Backend) {
         s.erase_user("default", "dora").await.unwrap(),
         Default::default()
     );
+}
+
+/// The tombstone keeps the hashed user id (verification's `last_erasure_at`)
+/// only while it is needed: scrubbed once older than the cut-off and once the
+/// erasure's change-feed entry is pruned (every live node applied it). The
+/// receipt row itself stays, content-free.
+async fn tombstones_lose_the_user_hash_once_retained_and_applied(b: Backend) {
+    let s = b.store.as_ref();
+    insert(s, &[memory(Some("alice"), Tier::LongTerm, "alice's note")]).await;
+    erase(s, "alice").await;
+    erase(s, "bob").await;
+    assert_eq!(
+        s.last_erasure("default", "alice").await.unwrap(),
+        Some(t0())
+    );
+    // Too recent: nothing scrubbed.
+    assert_eq!(s.scrub_erasure_tombstones(t0()).await.unwrap(), 0);
+    // Old enough, but the feed still holds the erasures (a node may be
+    // applying them): kept.
+    let later = t0() + Duration::days(2);
+    assert_eq!(s.scrub_erasure_tombstones(later).await.unwrap(), 0);
+    assert_eq!(
+        s.last_erasure("default", "alice").await.unwrap(),
+        Some(t0())
+    );
+    // The feed pruned (no live node): both hashes go, once.
+    let head = s.change_feed_head().await.unwrap();
+    assert!(s.prune_index_changes(head, later).await.unwrap() > 0);
+    assert_eq!(s.scrub_erasure_tombstones(later).await.unwrap(), 2);
+    assert_eq!(s.scrub_erasure_tombstones(later).await.unwrap(), 0);
+    assert_eq!(s.last_erasure("default", "alice").await.unwrap(), None);
+    assert_eq!(s.last_erasure("default", "bob").await.unwrap(), None);
+    // No row of any table holds the user's hash any more; the receipts stay.
+    let hash = mnemo::store::user_hash("default", "alice");
+    let mut receipts = 0;
+    for table in mnemo::store::tables::TABLES {
+        let rows = s.export_rows(table, None, 500).await.unwrap();
+        if table.name == "erasure_receipts" {
+            receipts = rows.len();
+        }
+        for row in &rows {
+            let text = format!("{row:?}");
+            assert!(!text.contains(&hash[..32]), "{}: {text}", table.name);
+        }
+    }
+    assert_eq!(receipts, 2);
 }

@@ -33,7 +33,8 @@ use crate::service::ContextRequest;
 pub const THREAD_HEADER: HeaderName = HeaderName::from_static("x-mnemo-thread");
 /// How many memories were injected (the response header).
 pub const MEMORIES_HEADER: HeaderName = HeaderName::from_static("x-mnemo-memories");
-const MAX_THREAD_ID_BYTES: usize = 256;
+/// Longest `X-Mnemo-Thread` value (a thread id).
+pub const MAX_THREAD_ID_BYTES: usize = crate::domain::validate::MAX_ID_BYTES;
 
 /// Why the proxy answers 503 without a model.
 pub const NO_MODEL: &str = "no chat model is configured: set `base_url` and `model` in the \

@@ -8,12 +8,12 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use utoipa::{OpenApi, ToSchema};
+use utoipa::ToSchema;
 
 use crate::api::auth::{require_admin, Auth, AuthMode};
 use crate::api::error::{ErrorBody, Json};
 use crate::api::metrics::{Gauges, OPENMETRICS_TEXT, PROMETHEUS_TEXT};
-use crate::api::{ApiDoc, AppState};
+use crate::api::AppState;
 use crate::domain::{Status, Tier};
 use crate::error::Result;
 
@@ -200,8 +200,9 @@ pub async fn metrics(
 /// This document.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "OpenAPI 3.1 document", body = Object)))]
-pub async fn openapi() -> Response {
-    Json(ApiDoc::openapi()).into_response()
+pub async fn openapi(State(state): State<AppState>) -> Result<Response> {
+    let doc = crate::api::openapi::document(state.engine.policy())?;
+    Ok(Json(doc).into_response())
 }
 
 /// The lifecycle jobs' last runs, from their lease rows in the store.

@@ -63,6 +63,8 @@ pub struct SearchHit {
     pub memory: Memory,
     pub score: f32,
     /// With `explain: true`: BM25, vector, fusion, decay and importance.
+    /// The raw `bm25_score` and `bm25_full_match_score` only for admin keys
+    /// (they read corpus statistics that span tenants).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<ScoreBreakdown>,
 }
@@ -120,6 +122,7 @@ pub async fn search(
         .metrics
         .record_search(started.elapsed(), &result.stages);
     let explain = body.explain;
+    let admin = actor.admin;
     Ok(Json(SearchResponse {
         hits: result
             .hits
@@ -127,7 +130,13 @@ pub async fn search(
             .map(|h| SearchHit {
                 memory: h.memory,
                 score: h.score,
-                breakdown: explain.then_some(h.breakdown),
+                breakdown: explain.then(|| {
+                    if admin {
+                        h.breakdown
+                    } else {
+                        h.breakdown.for_non_admin()
+                    }
+                }),
             })
             .collect(),
         took_ms: result.total_ms,

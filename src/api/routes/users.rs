@@ -9,6 +9,19 @@
 //! 200 with the receipt; otherwise 202 with the status URL (also in
 //! `Location`). A client that disconnects, or the request timeout, never cuts
 //! an erasure short; a second DELETE while one runs joins it.
+//!
+//! `GET …/erasure?files=true` (admin keys, embedded deployment) adds what
+//! `mnemo verify-erasure` adds: a byte scan of every file of the data
+//! directory for the user's id and owner key (`files`, see
+//! [`crate::erasure_scan`]). It reads the whole data directory, so it costs
+//! time proportional to its size (and the disk bandwidth); one scan runs at
+//! a time per node (another answers 503 with `Retry-After`), off the async
+//! runtime. In a PostgreSQL or Qdrant-server deployment the data directory
+//! holds neither the store nor the vectors, so the scan would prove nothing
+//! about them: `files=true` is refused there.
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -16,11 +29,37 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::api::auth::Auth;
-use crate::api::error::{ErrorBody, Json};
+use crate::api::auth::{require_admin, Auth};
+use crate::api::error::{ErrorBody, Json, Query};
 use crate::api::AppState;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::service::erasure::{ErasureReceipt, ErasureStatus, ErasureVerification};
+
+/// The data directory the file scan reads, and the one-scan-at-a-time gate.
+pub struct ErasureFiles {
+    data_dir: PathBuf,
+    one_at_a_time: Arc<tokio::sync::Semaphore>,
+}
+
+impl ErasureFiles {
+    pub fn new(data_dir: PathBuf) -> Self {
+        ErasureFiles {
+            data_dir,
+            one_at_a_time: Arc::new(tokio::sync::Semaphore::new(1)),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct VerifyParams {
+    /// Admin keys, embedded deployment: also scan every file of the data
+    /// directory for the user's id and owner key (reads the whole directory;
+    /// one scan at a time).
+    #[serde(default)]
+    pub files: bool,
+}
 
 /// An erasure still running when the DELETE answered (202).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -80,13 +119,14 @@ pub async fn forget_user(
 /// `status: in_progress` while it runs.
 #[utoipa::path(
     get, path = "/v1/users/{user_id}/erasure", tag = "users",
-    params(("user_id" = String, Path, description = "User id")),
+    params(("user_id" = String, Path, description = "User id"), VerifyParams),
     responses(
-        (status = 200, description = "Counts per store", body = ErasureVerification),
-        (status = 400, body = ErrorBody),
+        (status = 200, description = "Counts per store (and the file scan with `files=true`)", body = ErasureVerification),
+        (status = 400, description = "Invalid input, or `files=true` where the data directory does not hold the stores", body = ErrorBody),
         (status = 401, body = ErrorBody),
-        (status = 403, description = "A user key naming another user", body = ErrorBody),
+        (status = 403, description = "A user key naming another user; `files=true` without an admin key", body = ErrorBody),
         (status = 429, description = "Rate limited (Retry-After)", body = ErrorBody),
+        (status = 503, description = "`files=true` while another scan runs (Retry-After)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -94,8 +134,45 @@ pub async fn verify_erasure(
     State(state): State<AppState>,
     Auth(actor): Auth,
     Path(user_id): Path<String>,
+    Query(params): Query<VerifyParams>,
 ) -> Result<Json<ErasureVerification>> {
-    Ok(Json(state.engine.verify_erasure(&actor, &user_id).await?))
+    // Checked before the counts, so a refused scan costs nothing.
+    let scan = if params.files {
+        require_admin(&actor, "scan the data directory")?;
+        let files = state.erasure_files.clone().ok_or_else(|| {
+            Error::invalid(
+                "files",
+                "the file scan needs the embedded deployment (the SQLite store and the vector \
+                 index in the data directory); run `mnemo verify-erasure` where the stores are",
+            )
+        })?;
+        let permit = files
+            .one_at_a_time
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Error::Overloaded {
+                message: "another file scan of the data directory is running".into(),
+                retry_after_secs: 5,
+            })?;
+        Some((files, permit))
+    } else {
+        None
+    };
+    let mut verification = state.engine.verify_erasure(&actor, &user_id).await?;
+    verification.files = match scan {
+        None => None,
+        Some((files, permit)) => {
+            let (tenant, user) = (actor.tenant_id.clone(), verification.user_id.clone());
+            let report = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                crate::erasure_scan::scan_data_dir_for_user(&files.data_dir, &tenant, &user)
+            })
+            .await
+            .map_err(|e| Error::internal(format!("file scan task failed: {e}")))??;
+            Some(report)
+        }
+    };
+    Ok(Json(verification))
 }
 
 /// Percent-encodes a path segment (everything but RFC 3986's unreserved

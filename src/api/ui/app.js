@@ -456,7 +456,10 @@ async function viewWhy(root, params) {
     return;
   }
   const inCtx = new Set(ctx ? ctx.memory_ids : []);
-  const maxBm25 = Math.max(0, ...res.hits.map((h) => (h.breakdown && h.breakdown.bm25_score) || 0));
+  // Only admin keys get the raw BM25 score (its idf spans tenants); other
+  // keys see the lexical leg's normalised contribution.
+  const bm25Of = (b) => (b.bm25_score === null || b.bm25_score === undefined ? b.bm25_contribution : b.bm25_score);
+  const maxBm25 = Math.max(0, ...res.hits.map((h) => (h.breakdown && bm25Of(h.breakdown)) || 0));
   const maxFinal = Math.max(0, ...res.hits.map((h) => h.score));
   const head = el('p', { class: 'muted', id: 'why-summary' },
     res.hits.length + ' hits in ' + res.took_ms.toFixed(1) + ' ms (embedding ' + res.embed_ms.toFixed(1) + ' ms)',
@@ -470,7 +473,8 @@ async function viewWhy(root, params) {
       el('div', { class: 'meta muted' }, h.memory.tier + ' · ' + h.memory.kind + ' · ' + h.memory.status + ' · ',
         link('history', { id: h.memory.id }, 'history')),
       el('div', { class: 'bars' },
-        bar('BM25', b.bm25_score, maxBm25, b.bm25_score === null || b.bm25_score === undefined ? 'no match' : num(b.bm25_score, 2) + ' (rank ' + b.bm25_rank + ')', 'bm25'),
+        bar('BM25', bm25Of(b), maxBm25, b.bm25_rank === null || b.bm25_rank === undefined ? 'no match'
+          : (b.bm25_score === null || b.bm25_score === undefined ? 'contribution ' + num(b.bm25_contribution) : num(b.bm25_score, 2)) + ' (rank ' + b.bm25_rank + ')', 'bm25'),
         bar('Vector', b.vector_similarity, 1, b.vector_similarity === null || b.vector_similarity === undefined ? 'below threshold' : num(b.vector_similarity) + ' (rank ' + b.vector_rank + ')', 'vector'),
         bar('Fusion', b.fused_score, 1, num(b.fused_score), 'fused'),
         bar('Decay ×', b.decay_factor, 1, num(b.decay_factor), 'decay'),

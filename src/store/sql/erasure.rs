@@ -57,6 +57,8 @@ impl ErasureStore for SqlStore<D> {
         D::lock_user_exclusive(&mut tx, tenant_id, user_id).await?;
         tx.commit().await?;
         let u = (tenant_id, user_id);
+        // First the user's API keys: from here on none authenticates.
+        let api_keys = super::keys::erase_user_keys(&self.pool, tenant_id, user_id).await?;
         // The cache's key is (tenant, user, model, text hash): one model at a
         // time, so each batch deletes by whole keys.
         let models: Vec<String> = sqlx::query_scalar(
@@ -100,6 +102,7 @@ impl ErasureStore for SqlStore<D> {
             cached_embeddings: cached,
             threads,
             messages: payloads + messages,
+            api_keys,
         };
         // A second erasure of the same user deleted nothing: nothing to clean.
         if rows != ErasedRows::default() {
@@ -161,6 +164,7 @@ impl ErasureStore for SqlStore<D> {
                 "SELECT COUNT(*) FROM erasure_intents WHERE tenant_id = $1 AND user_id = $2",
             )
             .await? as u64,
+            api_keys: super::keys::count_user_keys(&self.pool, tenant_id, user_id).await?,
         })
     }
 
@@ -173,6 +177,29 @@ impl ErasureStore for SqlStore<D> {
         .fetch_one(&self.pool)
         .await?;
         Ok(at.map(from_ms))
+    }
+
+    async fn scrub_erasure_tombstones(&self, completed_before: DateTime<Utc>) -> Result<u64> {
+        // The feed entry carries the owner key, the hash's first 32 digits
+        // (the trigger of `0007_cluster.sql`); while it exists a node may
+        // still be applying the erasure, and verification reports it.
+        let done = sqlx::query(
+            "UPDATE erasure_receipts SET user_hash = '' WHERE user_hash <> '' AND completed_at < $1 \
+             AND NOT EXISTS (SELECT 1 FROM index_changes \
+                 WHERE owner_key = 'u' || substr(erasure_receipts.user_hash, 1, 32))",
+        )
+        .bind(ms(completed_before))
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        // The cleanup of a completed erasure: SQLite checkpoints, so the old
+        // page (secure_delete zeroes the freed cell) leaves the files too.
+        // PostgreSQL keeps the old tuple until the next (auto)vacuum of
+        // erasure_receipts.
+        if done > 0 {
+            D::after_complete_erasure(&self.pool).await?;
+        }
+        Ok(done)
     }
 }
 

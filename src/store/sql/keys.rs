@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::Pool;
 
 use super::rows::row_to_api_key;
 use super::D;
@@ -65,4 +66,27 @@ impl KeyStore for SqlStore<D> {
             .await?;
         Ok(n as u64)
     }
+}
+
+/// Deletes every API key bound to a user (the user's erasure): a deleted key
+/// no longer authenticates, and no key row keeps the user id. Returns the
+/// keys deleted.
+pub(super) async fn erase_user_keys(pool: &Pool<D>, tenant_id: &str, user_id: &str) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM api_keys WHERE tenant_id = $1 AND user_id = $2")
+        .bind(tenant_id)
+        .bind(user_id)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// The API keys bound to a user, revoked or not (erasure verification).
+pub(super) async fn count_user_keys(pool: &Pool<D>, tenant_id: &str, user_id: &str) -> Result<u64> {
+    let n: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1 AND user_id = $2")
+            .bind(tenant_id)
+            .bind(user_id)
+            .fetch_one(pool)
+            .await?;
+    Ok(n as u64)
 }

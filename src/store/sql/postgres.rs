@@ -111,7 +111,7 @@ impl Dialect for Postgres {
     async fn after_erase_user(pool: &Pool<Self>) {
         vacuum(
             pool,
-            "memories, audit_events, embedding_cache, message_payloads, messages, threads",
+            "memories, audit_events, embedding_cache, message_payloads, messages, threads, api_keys",
         )
         .await;
     }

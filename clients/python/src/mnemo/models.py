@@ -36,6 +36,7 @@ AuditAction = Literal[
 MessageRole = Literal["user", "assistant", "tool"]
 ExtractionState = Literal["pending", "running", "done", "skipped"]
 ErasureStatus = Literal["in_progress", "erased", "not_erased"]
+StoreFiles = Literal["store", "lexical", "vectors", "other"]
 
 #: The OpenAPI component behind each ``Literal`` alias above.
 ENUMS: Dict[str, Any] = {
@@ -46,6 +47,7 @@ ENUMS: Dict[str, Any] = {
     "MessageRole": MessageRole,
     "ExtractionState": ExtractionState,
     "ErasureStatus": ErasureStatus,
+    "StoreFiles": StoreFiles,
 }
 
 Metadata = Dict[str, Any]
@@ -478,6 +480,8 @@ class ErasedCounts(Response):
     lexical_docs: int
     vectors: int
     cached_embeddings: int
+    #: API keys bound to the user, deleted with them.
+    api_keys: int = 0
 
 
 class ErasureReceipt(Response):
@@ -529,6 +533,39 @@ class ErasureVerification(Response):
     nodes_behind: List[str]
     erased: bool
     last_erasure_at: Optional[datetime] = None
+    #: API key rows still bound to the user (0 once erased).
+    api_keys: int = 0
+    #: With ``files=True`` (admin key, embedded deployment): the byte scan
+    #: of the data directory.
+    files: Optional["ResidueReport"] = None
+
+
+class StoreResidue(Response):
+    __schema_name__ = "StoreResidue"
+    store: StoreFiles
+    files_scanned: int
+    bytes_scanned: int
+    files_with_residue: int
+
+
+class ResidueHit(Response):
+    __schema_name__ = "ResidueHit"
+    path: str
+    store: StoreFiles
+    found: List[str]
+
+
+class ResidueReport(Response):
+    """What the data directory's files hold of a user (labels, never bytes)."""
+
+    __schema_name__ = "ResidueReport"
+    searched_for: List[str]
+    stores: List[StoreResidue]
+    hits: List[ResidueHit]
+    clean: bool
+
+
+ErasureVerification.model_rebuild()
 
 
 class UserEntry(Response):
@@ -622,7 +659,7 @@ class CreateKey(Request):
     """``role`` is ``admin``, ``agent`` or ``user`` (``user`` needs ``user_id``)."""
 
     __schema_name__ = "CreateKey"
-    role: str
+    role: Literal["admin", "agent", "user"]
     user_id: Optional[str] = None
 
 
