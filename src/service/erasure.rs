@@ -364,7 +364,14 @@ impl Engine {
             let n = vectors.delete_owner(&owner)?;
             vectors.flush()?;
             // Deleted points stay in the engine's files until this rebuild.
-            vectors.purge_deleted()?;
+            // Resumed: the dead run may have left points the index no longer
+            // counts (so `delete_owner` found none) in its files; rebuild
+            // whatever the count (seen in the kill -9 test).
+            if resumed {
+                vectors.purge_unconditionally()?;
+            } else {
+                vectors.purge_deleted()?;
+            }
             Ok(n)
         });
         let store_step = async {

@@ -651,6 +651,16 @@ impl VectorIndex for EdgeVectorIndex {
         Ok(())
     }
 
+    fn purge_unconditionally(&self) -> Result<u64> {
+        std::fs::write(self.dir.join(PURGE_PENDING), b"").map_err(|e| {
+            Error::Vector(format!(
+                "cannot mark {} for purging: {e}",
+                self.dir.display()
+            ))
+        })?;
+        self.purge_deleted()
+    }
+
     fn purge_deleted(&self) -> Result<u64> {
         if !self.dir.join(PURGE_PENDING).exists() {
             return Ok(0);

@@ -38,11 +38,12 @@ const TOPICS: [&str; 8] = [
 ];
 
 /// The text of memory `j` of request `i` in run `run`: a unique token
-/// (searchable as a word) and a varied sentence, so that no write is taken
-/// for a duplicate of another.
+/// (searchable as a word) and a unique number, so that no write is taken for
+/// a restatement of another (reinforcement needs the same numbers).
 fn text(run: usize, i: usize, j: usize) -> String {
+    let n = i * 100 + j;
     format!(
-        "user {} zqw{run}r{i}b{j}m",
+        "user {} item {n} zqw{run}n{n}m",
         TOPICS[(i * 3 + j) % TOPICS.len()]
     )
 }
