@@ -6,9 +6,11 @@
 //! ```text
 //! cargo run --example forget_answer -- --memories 10000 --others 20000
 //! ```
-//! Two users with N long-term memories each, written in interleaved batches
-//! with the others' (through the engine: indexes included; the hashing
-//! embedder stands in, erasure embeds nothing). The API (`mnemo::api::app`,
+//! Two users with N long-term memories each and the others' are written
+//! straight into the store in interleaved batches (with their audit events),
+//! then the engine opens on it and its start-up repair indexes them all
+//! (lexical and vector; the hashing embedder stands in, erasure embeds
+//! nothing). The API (`mnemo::api::app`,
 //! default 2 s erasure wait, `--insecure-dev` auth) listens on loopback;
 //! requests are raw HTTP/1.1 on a TCP socket:
 //! - **answer**: `DELETE /v1/users/erase-a` and the time until the status
@@ -24,9 +26,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mnemo::domain::Actor;
-use mnemo::domain::{NewMemory, Tier};
+use mnemo::domain::Tier;
 use mnemo::embed::hashing::HashingEmbedder;
+use mnemo::store::MemoryStore;
 use mnemo::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -86,39 +88,49 @@ async fn main() -> anyhow::Result<()> {
     let memories = arg("--memories", 10_000);
     let others = arg("--others", 20_000);
     let dir = tempfile::tempdir()?;
-    let engine = Engine::builder(dir.path())
-        .embedder(Arc::new(HashingEmbedder::new(384)))
-        .build()
-        .await?
-        .engine;
-    let actor = Actor::local("bench");
+    let store: Arc<dyn MemoryStore> =
+        Arc::new(mnemo::store::sqlite::SqliteStore::open(&dir.path().join("mnemo.db")).await?);
     let started = Instant::now();
+    let now = chrono::Utc::now();
     let groups = [
         ("erase-a", memories),
         ("erase-b", memories),
         ("keep", others),
     ];
-    let mut serial = 0;
-    let rounds = groups.iter().map(|g| g.1.div_ceil(500)).max().unwrap_or(0);
+    let rounds = groups.iter().map(|g| g.1.div_ceil(2000)).max().unwrap_or(0);
     for round in 0..rounds {
         for (user, n) in groups {
-            let from = round * 500;
-            let batch: Vec<NewMemory> = (from..(from + 500).min(n))
-                .map(|_| {
-                    serial += 1;
-                    NewMemory {
-                        tier: Some(Tier::LongTerm),
-                        user_id: Some(user.to_string()),
-                        text: format!("memory number {serial} about topic {}", serial % 97),
-                        ..Default::default()
-                    }
+            let batch: Vec<mnemo::domain::Memory> = (round * 2000..((round + 1) * 2000).min(n))
+                .map(|i| {
+                    mnemo::domain::Memory::sample(
+                        Tier::LongTerm,
+                        Some(user),
+                        &format!("{user} memory {i} about topic {}", i % 97),
+                        now,
+                    )
                 })
                 .collect();
-            if !batch.is_empty() {
-                engine.add(&actor, batch, false).await?;
-            }
+            let events: Vec<_> = batch
+                .iter()
+                .map(|m| {
+                    mnemo::store::AuditEvent::for_memory(
+                        m,
+                        mnemo::store::AuditAction::Create,
+                        "bench",
+                        now,
+                    )
+                })
+                .collect();
+            store.insert(&batch, &events).await?;
         }
     }
+    // The start-up repair indexes what the store holds.
+    let engine = Engine::builder(dir.path())
+        .store(store)
+        .embedder(Arc::new(HashingEmbedder::new(384)))
+        .build()
+        .await?
+        .engine;
     engine.commit().await?;
     println!(
         "set-up: 2 users with {memories} memories each, {others} of another user, in {:.1} s",

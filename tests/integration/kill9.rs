@@ -189,8 +189,8 @@ pub(crate) fn admin_key(data: &Path) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-/// One run: returns (acknowledged bystander writes, kill delay in ms).
-async fn one_run(run: usize, delay_ms: u64, http: &Http, assets: &Path) -> (usize, u64) {
+/// One run: returns (acknowledged bystander writes, where the kill landed).
+async fn one_run(run: usize, delay_ms: u64, http: &Http, assets: &Path) -> (usize, Phase) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let log = dir.path().join("serve.log");
@@ -264,17 +264,41 @@ async fn one_run(run: usize, delay_ms: u64, http: &Http, assets: &Path) -> (usiz
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     let _ = writer.await;
-    let _ = delete.await;
+    let answered = delete.await.unwrap().map(|(status, _)| status);
     drop(server);
     let acked = acked.lock().unwrap().clone();
 
     // Restart: the erasure completes, every acknowledged write is there.
     let server = serve(http, &data, assets, &log).await;
-    server
+    let now = server
         .until_footprint(http, &key, &victim, Duration::from_secs(120), |v| {
-            v["erased"] == true
+            v["erased"] == true || v["status"] == "not_erased"
         })
         .await;
+    let phase = if now["status"] == "not_erased" {
+        // Killed before the intent committed: the DELETE was never answered
+        // and nothing was recorded, so the client retries it.
+        assert_eq!(
+            answered, None,
+            "run {run}: an answered DELETE was forgotten: {now}"
+        );
+        let url = format!("{}/v1/users/{victim}", server.base);
+        let (status, body) = req(http, Method::DELETE, &url, &key, None).await.unwrap();
+        assert!(
+            status == StatusCode::OK || status == StatusCode::ACCEPTED,
+            "{body}"
+        );
+        server
+            .until_footprint(http, &key, &victim, Duration::from_secs(120), |v| {
+                v["erased"] == true
+            })
+            .await;
+        Phase::BeforeIntent
+    } else if answered == Some(StatusCode::OK) {
+        Phase::Done
+    } else {
+        Phase::Resumed
+    };
     server.assert_present(http, &key, run, &acked).await;
     // Searchable: the last acknowledged write (the one most at risk) and a
     // sample of the others, by their unique token.
@@ -312,7 +336,18 @@ async fn one_run(run: usize, delay_ms: u64, http: &Http, assets: &Path) -> (usiz
             kept.display()
         );
     }
-    (acked.len(), delay_ms)
+    (acked.len(), phase)
+}
+
+/// Where the kill landed in the erasure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the intent committed (nothing recorded; the client retried).
+    BeforeIntent,
+    /// After the intent, before the receipt: resumed at the restart.
+    Resumed,
+    /// After the DELETE answered with the receipt.
+    Done,
 }
 
 /// How long after the DELETE run `run` kills the server: `MNEMO_KILL9_DELAYS_MS`
@@ -342,13 +377,25 @@ async fn kill_9_during_forget_all_and_writes_loses_nothing_and_leaves_no_residue
     let http: Http = Client::builder(TokioExecutor::new()).build_http();
     let started = Instant::now();
     let mut acked_total = 0;
+    let mut phases = Vec::new();
     for run in 0..runs {
-        let (acked, delay) = one_run(run, kill_delay_ms(run), &http, &assets).await;
-        println!("kill -9 run {run}: killed {delay} ms into the erasure, {acked} acknowledged writes, all present");
+        let delay = kill_delay_ms(run);
+        let (acked, phase) = one_run(run, delay, &http, &assets).await;
+        println!(
+            "kill -9 run {run}: killed {delay} ms after the DELETE ({phase:?}), {acked} acknowledged \
+             writes, all present, erasure complete, no residue"
+        );
         acked_total += acked;
+        phases.push(phase);
     }
+    let count = |p: Phase| phases.iter().filter(|q| **q == p).count();
     println!(
-        "kill -9: {runs} runs, {acked_total} acknowledged writes, 0 lost, every erasure completed, 0 residue files ({:.0?})",
+        "kill -9: {runs} runs ({} before the intent, {} resumed after the restart, {} after the \
+         receipt), {acked_total} acknowledged writes, 0 lost, every erasure completed, 0 residue \
+         files ({:.0?})",
+        count(Phase::BeforeIntent),
+        count(Phase::Resumed),
+        count(Phase::Done),
         started.elapsed()
     );
 }
