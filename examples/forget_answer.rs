@@ -171,6 +171,7 @@ async fn main() -> anyhow::Result<()> {
         done.as_secs_f64() * 1e3
     );
     server.abort();
+    let _ = server.await;
     engine.shutdown().await?;
     anyhow::ensure!(
         answered <= Duration::from_millis(2500),

@@ -253,6 +253,19 @@ impl Engine {
                 done,
             });
         }
+        // Recorded and handed over in a task of its own: a caller dropped
+        // after the intent committed but before the spawn (a client that
+        // disconnects at once drops the request's future) would otherwise
+        // leave the erasure to the sweep, seconds later.
+        let engine = self.clone();
+        let actor_id = actor.id.clone();
+        tokio::spawn(async move { engine.record_erasure(key, actor_id).await })
+            .await
+            .map_err(|e| Error::internal(format!("erasure task failed: {e}")))?
+    }
+
+    /// [`Engine::start_erasure`]'s commit of the intent, then the spawn.
+    async fn record_erasure(&self, key: UserKey, actor_id: String) -> Result<ErasureJob> {
         let resumed = {
             // Exclusive: no thread creation is between its check and its
             // insert while the intent commits.
@@ -262,11 +275,11 @@ impl Engine {
             let resumed = self.intent_pending(&key).await?;
             let now = self.clock().now();
             self.store()
-                .begin_erasure(&actor.tenant_id, &user, &actor.id, now)
+                .begin_erasure(&key.0, &key.1, &actor_id, now)
                 .await?;
             resumed
         };
-        Ok(self.spawn_erasure(key, actor.id.clone(), resumed))
+        Ok(self.spawn_erasure(key, actor_id, resumed))
     }
 
     /// Whether the store holds an erasure intent for (tenant, user).
