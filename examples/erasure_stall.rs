@@ -7,7 +7,12 @@
 //! ```text
 //! cargo run --example erasure_stall -- --memories 20000
 //! cargo run --example erasure_stall -- --memories 20000 --database-url "$(scripts/test-postgres.sh)"
+//! cargo run --example erasure_stall -- --memories 20000 --others 100000
 //! ```
+//! `--others N` first stores N memories of a third user (the deployment's
+//! size: SQLite's erasure ends with a `VACUUM` of the whole database). The
+//! engine's "user erased" log line gives each step's time (`purge_ms`: the
+//! store's file purge).
 //! On PostgreSQL it works in a schema of its own (`erasure_stall_<pid>`),
 //! dropped at the end. The hashing embedder stands in for the model: erasure
 //! embeds nothing, and the writer's embedding is not what is measured.
@@ -48,7 +53,13 @@ fn summary(mut ms: Vec<f64>) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "mnemo::service::erasure=info",
+        ))
+        .init();
     let n: usize = arg("--memories").map_or(20_000, |v| v.parse().unwrap());
+    let others: usize = arg("--others").map_or(0, |v| v.parse().unwrap());
     let dir = tempfile::tempdir()?;
     let mut schema = None;
     let store: Arc<dyn MemoryStore> = match arg("--database-url") {
@@ -81,13 +92,17 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let store = engine.store().clone();
     let now = chrono::Utc::now();
-    for start in (0..n).step_by(2000) {
-        let batch: Vec<mnemo::domain::Memory> = (start..(start + 2000).min(n))
+    let rows = (0..others)
+        .step_by(2000)
+        .map(|s| ("other", s, others))
+        .chain((0..n).step_by(2000).map(|s| ("victim", s, n)));
+    for (user, start, total) in rows {
+        let batch: Vec<mnemo::domain::Memory> = (start..(start + 2000).min(total))
             .map(|i| {
                 mnemo::domain::Memory::sample(
                     Tier::LongTerm,
-                    Some("victim"),
-                    &format!("victim memory {i} about topic {}", i % 97),
+                    Some(user),
+                    &format!("{user} memory {i} about topic {}", i % 97),
                     now,
                 )
             })
@@ -110,14 +125,14 @@ async fn main() -> anyhow::Result<()> {
             .collect();
         let owner = mnemo::store::CacheOwner {
             tenant_id: "default".into(),
-            user_id: Some("victim".into()),
+            user_id: Some(user.into()),
         };
         store
             .cache_embeddings(&owner, "bench", &cache, None)
             .await?;
     }
     println!(
-        "set-up: {n} memories in {:.1} s",
+        "set-up: {n} memories (and {others} of another user) in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 

@@ -15,21 +15,25 @@
 //!      in its WAL and segment files otherwise; see `vector/edge/rebuild.rs`).
 //!      Payloads never held the user id or raw thread ids (hashed owner key,
 //!      keyed thread hashes);
-//!    - the store deletes the user's rows in one transaction — memories in
+//!    - the store deletes the user's rows in bounded batches — memories in
 //!      every status (pending candidates included), audit events with their
 //!      before/after text, their embedding-cache entries, threads
 //!      with their messages and tool payloads — with `secure_delete` zeroing
-//!      the freed pages, then checkpoints the WAL (SQLite), or `VACUUM`s the
-//!      touched tables (PostgreSQL, see `store/sql/postgres.rs` for what that does
-//!      and does not remove);
-//! 3. replace the intent with a content-free tombstone (hashed user id,
-//!    counts, actor, time); the sweep scrubs the hash from it after
-//!    [`ERASURE_TOMBSTONE_RETENTION`] (see [`ErasureSweep`]).
+//!      the deleted cells (and the user's API keys, so none authenticates
+//!      and no key row keeps the user id);
+//! 3. the store purges its files ([`crate::store::ErasureStore::purge_erased`]):
+//!    SQLite `VACUUM`s and checkpoints the WAL (stale copies of moved cells
+//!    survive `secure_delete`, see `store/sql/sqlite.rs`), PostgreSQL
+//!    `VACUUM`s the touched tables (see `store/sql/postgres.rs` for what that
+//!    does and does not remove). Skipped only when this run deleted nothing,
+//!    is not resuming an interrupted run, and the user was erased before (a
+//!    repeated erasure costs nothing); a crash before it finishes leaves the
+//!    intent, and the resumed run purges;
+//! 4. replace the intent with a content-free tombstone (hashed user id,
+//!    counts, actor, time), and checkpoint (SQLite); the sweep scrubs the
+//!    hash from it after [`ERASURE_TOMBSTONE_RETENTION`] (see [`ErasureSweep`]).
 //!
-//! The store step also deletes the user's API keys (step 2), so none
-//! authenticates and no key row keeps the user id.
-//!
-//! **A durable job, not a request.** Steps 2 and 3 run in a task of their own
+//! **A durable job, not a request.** Steps 2 to 4 run in a task of their own
 //! ([`Engine::start_erasure`]), tracked by the engine's [`ErasureJobs`]: a
 //! client that disconnects, or the request timeout, drops only its wait, never
 //! the erasure. A second request for the same user while one runs joins it
@@ -274,21 +278,50 @@ impl Engine {
                 done,
             });
         }
-        {
+        // Recorded and handed over in a task of its own: a caller dropped
+        // after the intent committed but before the spawn (a client that
+        // disconnects at once drops the request's future) would otherwise
+        // leave the erasure to the sweep, seconds later.
+        let engine = self.clone();
+        let actor_id = actor.id.clone();
+        tokio::spawn(async move { engine.record_erasure(key, actor_id).await })
+            .await
+            .map_err(|e| Error::internal(format!("erasure task failed: {e}")))?
+    }
+
+    /// [`Engine::start_erasure`]'s commit of the intent, then the spawn.
+    async fn record_erasure(&self, key: UserKey, actor_id: String) -> Result<ErasureJob> {
+        let resumed = {
             // Exclusive: no thread creation is between its check and its
             // insert while the intent commits.
             let _gate = self.erasure_jobs().gate.write().await;
+            // An intent already recorded and not running here is a run that
+            // died (with its node, or on an error): this one resumes it.
+            let resumed = self.intent_pending(&key).await?;
             let now = self.clock().now();
             self.store()
-                .begin_erasure(&actor.tenant_id, &user, &actor.id, now)
+                .begin_erasure(&key.0, &key.1, &actor_id, now)
                 .await?;
-        }
-        Ok(self.spawn_erasure(key, actor.id.clone()))
+            resumed
+        };
+        Ok(self.spawn_erasure(key, actor_id, resumed))
+    }
+
+    /// Whether the store holds an erasure intent for (tenant, user).
+    async fn intent_pending(&self, key: &UserKey) -> Result<bool> {
+        Ok(self
+            .store()
+            .pending_erasures()
+            .await?
+            .iter()
+            .any(|(t, u, _)| *t == key.0 && *u == key.1))
     }
 
     /// Runs the erasure of a recorded intent in its own task, unless one is
-    /// already running for that user (then joins it).
-    fn spawn_erasure(&self, key: (String, String), actor: String) -> ErasureJob {
+    /// already running for that user (then joins it). `resumed`: the intent
+    /// was recorded by an earlier run that did not complete, which may have
+    /// deleted rows and died before purging the files.
+    fn spawn_erasure(&self, key: (String, String), actor: String, resumed: bool) -> ErasureJob {
         let jobs = self.erasure_jobs_arc();
         let mut running = jobs.running.lock();
         if let Some(done) = running.get(&key).cloned() {
@@ -309,7 +342,7 @@ impl Engine {
         tokio::spawn(async move {
             let _deregister = deregister;
             let (tenant, user) = &key;
-            let outcome = engine.complete_erasure(tenant, user, &actor).await;
+            let outcome = engine.complete_erasure(tenant, user, &actor, resumed).await;
             let outcome = outcome.map_err(|e| {
                 // Never the user id: the error names stores, not people.
                 tracing::error!(error = %e, "erasure failed; the intent stays and the sweep retries it");
@@ -336,13 +369,7 @@ impl Engine {
     ) -> Result<RwLockReadGuard<'_, ()>> {
         let gate = self.erasure_jobs().gate.read().await;
         let key = (tenant_id.to_string(), user_id.to_string());
-        let erasing = self.erasure_jobs().is_running(&key)
-            || self
-                .store()
-                .pending_erasures()
-                .await?
-                .iter()
-                .any(|(t, u, _)| *t == key.0 && *u == key.1);
+        let erasing = self.erasure_jobs().is_running(&key) || self.intent_pending(&key).await?;
         if erasing {
             return Err(Error::Conflict(
                 "this user's data is being erased; retry when the erasure has completed".into(),
@@ -356,6 +383,7 @@ impl Engine {
         tenant_id: &str,
         user_id: &str,
         actor: &str,
+        resumed: bool,
     ) -> Result<ErasureReceipt> {
         let owner = Owner::user(tenant_id, user_id);
         let started = std::time::Instant::now();
@@ -374,7 +402,14 @@ impl Engine {
             let n = vectors.delete_owner(&owner)?;
             vectors.flush()?;
             // Deleted points stay in the engine's files until this rebuild.
-            vectors.purge_deleted()?;
+            // Resumed: the dead run may have left points the index no longer
+            // counts (so `delete_owner` found none) in its files; rebuild
+            // whatever the count (seen in the kill -9 test).
+            if resumed {
+                vectors.purge_unconditionally()?;
+            } else {
+                vectors.purge_deleted()?;
+            }
             Ok(n)
         });
         let store_step = async {
@@ -386,6 +421,20 @@ impl Engine {
             tokio::join!(lexical_step, vector_step, store_step);
         let ((lexical_docs, lexical_ms), (vector_points, vector_ms), (rows, store_ms)) =
             (lexical_step?, vector_step?, store_step?);
+        // Step 3, before the intent goes: a crash until the purge has
+        // finished resumes the erasure, and the resumed run purges.
+        let t = std::time::Instant::now();
+        let purge = rows != crate::store::ErasedRows::default()
+            || resumed
+            || self
+                .store()
+                .last_erasure(tenant_id, user_id)
+                .await?
+                .is_none();
+        if purge {
+            self.store().purge_erased().await?;
+        }
+        let purge_ms = t.elapsed().as_millis();
         let erased = ErasedCounts {
             memories: rows.memories,
             candidates: rows.candidates,
@@ -410,6 +459,8 @@ impl Engine {
             lexical_ms,
             vector_ms,
             store_ms,
+            purge,
+            purge_ms,
             total_ms = started.elapsed().as_millis(),
             "user erased"
         );
@@ -504,7 +555,7 @@ impl Engine {
     pub async fn resume_erasures(&self) -> Result<usize> {
         let pending = self.store().pending_erasures().await?;
         for (tenant, user, actor) in &pending {
-            self.spawn_erasure((tenant.clone(), user.clone()), actor.clone())
+            self.spawn_erasure((tenant.clone(), user.clone()), actor.clone(), true)
                 .wait(None)
                 .await?;
         }
@@ -541,7 +592,7 @@ impl Engine {
         let started = due.len();
         for (key, actor) in due {
             // Not awaited: the task is tracked, and shutdown waits for it.
-            let _job = self.spawn_erasure(key, actor);
+            let _job = self.spawn_erasure(key, actor, true);
         }
         if started > 0 {
             tracing::warn!(count = started, "erasure sweep resumed stalled erasures");

@@ -657,6 +657,13 @@ impl VectorIndex for EdgeVectorIndex {
         Ok(())
     }
 
+    fn purge_unconditionally(&self) -> Result<u64> {
+        let mark = self.dir.join(PURGE_PENDING);
+        std::fs::write(&mark, b"")
+            .map_err(|e| VectorError::io("marking the index for purging", &mark, e))?;
+        self.purge_deleted()
+    }
+
     fn purge_deleted(&self) -> Result<u64> {
         if !self.dir.join(PURGE_PENDING).exists() {
             return Ok(0);

@@ -102,6 +102,16 @@ pub trait VectorIndex: Send + Sync {
     fn purge_deleted(&self) -> Result<u64> {
         Ok(0)
     }
+    /// [`VectorIndex::purge_deleted`] whether or not an owner delete was
+    /// recorded: for a resumed erasure, whose first run may have died after
+    /// the index lost track of the user's last points (a kill -9 can leave
+    /// points qdrant-edge applied but had not flushed out of its id tracker,
+    /// so they count as absent, while their vectors and payloads stay in its
+    /// WAL and segment files). The same as `purge_deleted` where the files
+    /// are not ours.
+    fn purge_unconditionally(&self) -> Result<u64> {
+        self.purge_deleted()
+    }
 }
 
 /// Connects to a Qdrant server as the vector index (creating the collection

@@ -23,9 +23,103 @@ use serde_json::{json, Value};
 
 use crate::over_http::{free_port, try_call as req, wait_ready, Http};
 
-struct Server {
-    child: Child,
-    base: String,
+/// A `mnemo serve` child process, killed (SIGKILL) when dropped.
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+}
+
+impl Server {
+    /// Stops the server as an operator would (SIGTERM: drain, commit,
+    /// checkpoint) and waits for it to exit.
+    pub(crate) fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(status.success());
+        let exited = self.child.wait().unwrap();
+        assert!(exited.success(), "mnemo serve exited with {exited}");
+    }
+
+    /// Polls `GET /v1/users/{user}/erasure` (what every store holds of the
+    /// user) until `done` says so; panics after `within`.
+    pub(crate) async fn until_footprint(
+        &self,
+        http: &Http,
+        key: &str,
+        user: &str,
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let started = Instant::now();
+        loop {
+            let url = format!("{}/v1/users/{user}/erasure", self.base);
+            let (status, v) = req(http, Method::GET, &url, key, None).await.unwrap();
+            assert_eq!(status, StatusCode::OK, "{v}");
+            if done(&v) {
+                return v;
+            }
+            assert!(
+                started.elapsed() < within,
+                "not reached within {within:?}: {v}"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Every acknowledged (id, text) is retrievable with its text.
+    pub(crate) async fn assert_present(
+        &self,
+        http: &Http,
+        key: &str,
+        run: usize,
+        acked: &[(String, String)],
+    ) {
+        for (id, text) in acked {
+            let url = format!("{}/v1/memories/{id}", self.base);
+            let (status, body) = req(http, Method::GET, &url, key, None).await.unwrap();
+            assert_eq!(
+                status,
+                StatusCode::OK,
+                "run {run}: acknowledged {id} lost: {body}"
+            );
+            assert_eq!(body["text"], text.as_str(), "run {run}: {id} half-present");
+        }
+    }
+
+    /// The user's search hits for `query` (top 5).
+    pub(crate) async fn search(
+        &self,
+        http: &Http,
+        key: &str,
+        user: &str,
+        query: &str,
+    ) -> Vec<Value> {
+        let url = format!("{}/v1/search", self.base);
+        let body = json!({"user_id": user, "query": query, "top_k": 5});
+        let (status, body) = req(http, Method::POST, &url, key, Some(body))
+            .await
+            .unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["hits"].as_array().unwrap().clone()
+    }
+}
+
+/// The rows `sql` (one `?`: the user id) selects from a data directory's
+/// SQLite store, read directly: what the store holds, not what the API serves.
+pub(crate) async fn store_rows(data: &Path, sql: &str, user: &str) -> Vec<sqlx::sqlite::SqliteRow> {
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(data.join("mnemo.db"));
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let rows = sqlx::query(sql).bind(user).fetch_all(&pool).await.unwrap();
+    pool.close().await;
+    rows
+}
+
+/// Runs per kill -9 test: `MNEMO_KILL9_RUNS`, 2 by default (`make test`).
+pub(crate) fn runs() -> usize {
+    std::env::var("MNEMO_KILL9_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
 }
 
 impl Drop for Server {
@@ -35,7 +129,7 @@ impl Drop for Server {
     }
 }
 
-async fn serve(http: &Http, data: &Path, assets: &Path, log: &Path) -> Server {
+pub(crate) async fn serve(http: &Http, data: &Path, assets: &Path, log: &Path) -> Server {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .args([
@@ -73,7 +167,7 @@ async fn serve(http: &Http, data: &Path, assets: &Path, log: &Path) -> Server {
     server
 }
 
-fn admin_key(data: &Path) -> String {
+pub(crate) fn admin_key(data: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .args([
             "keys",
@@ -95,8 +189,8 @@ fn admin_key(data: &Path) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-/// One run: returns (acknowledged bystander writes, kill delay in ms).
-async fn one_run(run: usize, http: &Http, assets: &Path) -> (usize, u64) {
+/// One run: returns (acknowledged bystander writes, where the kill landed).
+async fn one_run(run: usize, delay_ms: u64, http: &Http, assets: &Path) -> (usize, Phase) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let log = dir.path().join("serve.log");
@@ -166,77 +260,54 @@ async fn one_run(run: usize, http: &Http, assets: &Path) -> (usize, u64) {
         );
         tokio::spawn(async move { req(&http, Method::DELETE, &url, &key, None).await })
     };
-    let delay_ms = 20 + (run as u64 * 37) % 400;
     tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     let _ = writer.await;
-    let _ = delete.await;
+    let answered = delete.await.unwrap().map(|(status, _)| status);
     drop(server);
     let acked = acked.lock().unwrap().clone();
 
     // Restart: the erasure completes, every acknowledged write is there.
     let server = serve(http, &data, assets, &log).await;
-    let started = Instant::now();
-    loop {
-        let (status, body) = req(
-            http,
-            Method::GET,
-            &format!("{}/v1/users/{victim}/erasure", server.base),
-            &key,
-            None,
-        )
-        .await
-        .unwrap();
-        assert_eq!(status, StatusCode::OK, "{body}");
-        if body["erased"] == true {
-            break;
-        }
+    let now = server
+        .until_footprint(http, &key, &victim, Duration::from_secs(120), |v| {
+            v["erased"] == true || v["status"] == "not_erased"
+        })
+        .await;
+    let phase = if now["status"] == "not_erased" {
+        // Killed before the intent committed: the DELETE was never answered
+        // and nothing was recorded, so the client retries it.
+        assert_eq!(
+            answered, None,
+            "run {run}: an answered DELETE was forgotten: {now}"
+        );
+        let url = format!("{}/v1/users/{victim}", server.base);
+        let (status, body) = req(http, Method::DELETE, &url, &key, None).await.unwrap();
         assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "run {run}: erasure not complete 120 s after restart: {body}"
+            status == StatusCode::OK || status == StatusCode::ACCEPTED,
+            "{body}"
         );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    for (id, text) in &acked {
-        let (status, body) = req(
-            http,
-            Method::GET,
-            &format!("{}/v1/memories/{id}", server.base),
-            &key,
-            None,
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            status,
-            StatusCode::OK,
-            "run {run}: acknowledged {id} lost: {body}"
-        );
-        assert_eq!(
-            body["text"],
-            text.as_str(),
-            "run {run}: nothing half-present"
-        );
-    }
+        server
+            .until_footprint(http, &key, &victim, Duration::from_secs(120), |v| {
+                v["erased"] == true
+            })
+            .await;
+        Phase::BeforeIntent
+    } else if answered == Some(StatusCode::OK) {
+        Phase::Done
+    } else {
+        Phase::Resumed
+    };
+    server.assert_present(http, &key, run, &acked).await;
     // Searchable: the last acknowledged write (the one most at risk) and a
     // sample of the others, by their unique token.
     for (id, text) in acked.iter().rev().step_by(7.max(acked.len() / 5)).take(5) {
         let token = text.rsplit(' ').next().unwrap();
-        let (status, body) = req(
-            http,
-            Method::POST,
-            &format!("{}/v1/search", server.base),
-            &key,
-            Some(json!({"user_id": "bystander", "query": token, "top_k": 5})),
-        )
-        .await
-        .unwrap();
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let hits = body["hits"].as_array().unwrap();
+        let hits = server.search(http, &key, "bystander", token).await;
         assert!(
             hits.iter().any(|h| h["memory"]["id"] == id.as_str()),
-            "run {run}: acknowledged {id} not searchable: {body}"
+            "run {run}: acknowledged {id} not searchable: {hits:?}"
         );
     }
     drop(server);
@@ -259,33 +330,72 @@ async fn one_run(run: usize, http: &Http, assets: &Path) -> (usize, u64) {
         .filter(|h| !(h.store == StoreFiles::Store && h.found == ["owner_key"]))
         .collect();
     if !residue.is_empty() {
-        let kept = std::env::temp_dir().join(format!("mnemo-kill9-run{run}.log"));
-        let _ = std::fs::copy(&log, &kept);
+        let kept = dir.keep();
         panic!(
-            "run {run}: residue {residue:?} (server log kept in {})",
+            "run {run}: residue {residue:?} (data directory and server log kept in {})",
             kept.display()
         );
     }
-    (acked.len(), delay_ms)
+    (acked.len(), phase)
+}
+
+/// Where the kill landed in the erasure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the intent committed (nothing recorded; the client retried).
+    BeforeIntent,
+    /// After the intent, before the receipt: resumed at the restart.
+    Resumed,
+    /// After the DELETE answered with the receipt.
+    Done,
+}
+
+/// How long after the DELETE run `run` kills the server: `MNEMO_KILL9_DELAYS_MS`
+/// (comma-separated, cycled) or a sweep over 20..420 ms, denser where the
+/// erasure's last steps run (50..200 ms for 30 memories).
+fn kill_delay_ms(run: usize) -> u64 {
+    if let Ok(list) = std::env::var("MNEMO_KILL9_DELAYS_MS") {
+        let delays: Vec<u64> = list
+            .split(',')
+            .filter_map(|d| d.trim().parse().ok())
+            .collect();
+        if !delays.is_empty() {
+            return delays[run % delays.len()];
+        }
+    }
+    if run % 2 == 1 {
+        50 + (run as u64 * 23) % 150
+    } else {
+        20 + (run as u64 * 37) % 400
+    }
 }
 
 #[tokio::test]
 async fn kill_9_during_forget_all_and_writes_loses_nothing_and_leaves_no_residue() {
     let assets = crate::real_embedder::ensure_assets();
-    let runs: usize = std::env::var("MNEMO_KILL9_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
+    let runs = runs();
     let http: Http = Client::builder(TokioExecutor::new()).build_http();
     let started = Instant::now();
     let mut acked_total = 0;
+    let mut phases = Vec::new();
     for run in 0..runs {
-        let (acked, delay) = one_run(run, &http, &assets).await;
-        println!("kill -9 run {run}: killed {delay} ms into the erasure, {acked} acknowledged writes, all present");
+        let delay = kill_delay_ms(run);
+        let (acked, phase) = one_run(run, delay, &http, &assets).await;
+        println!(
+            "kill -9 run {run}: killed {delay} ms after the DELETE ({phase:?}), {acked} acknowledged \
+             writes, all present, erasure complete, no residue"
+        );
         acked_total += acked;
+        phases.push(phase);
     }
+    let count = |p: Phase| phases.iter().filter(|q| **q == p).count();
     println!(
-        "kill -9: {runs} runs, {acked_total} acknowledged writes, 0 lost, every erasure completed, 0 residue files ({:.0?})",
+        "kill -9: {runs} runs ({} before the intent, {} resumed after the restart, {} after the \
+         receipt), {acked_total} acknowledged writes, 0 lost, every erasure completed, 0 residue \
+         files ({:.0?})",
+        count(Phase::BeforeIntent),
+        count(Phase::Resumed),
+        count(Phase::Done),
         started.elapsed()
     );
 }

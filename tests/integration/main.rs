@@ -20,6 +20,8 @@ mod ingest;
 mod inspect;
 mod isolation;
 mod kill9;
+mod kill9_cleanup;
+mod kill9_writes;
 mod lifecycle;
 mod limits;
 mod llm;

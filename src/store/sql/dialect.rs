@@ -50,12 +50,15 @@ pub trait Dialect: sqlx::Database {
         user_id: &str,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// After `erase_user` committed. PostgreSQL VACUUMs the tables it
-    /// deleted from (a `DELETE` leaves dead row versions in the pages).
-    /// SQLite does nothing: `secure_delete` zeroed the freed pages in the
-    /// WAL, and `complete_erasure`, which always follows, checkpoints them
-    /// (one checkpoint, not two: each writes and syncs every changed page).
-    fn after_erase_user(pool: &Pool<Self>) -> impl Future<Output = ()> + Send;
+    /// After `erase_user` committed and before the intent is replaced by
+    /// the tombstone (`ErasureStore::purge_erased`): what the deleted rows
+    /// left in the files goes. PostgreSQL VACUUMs the tables it deleted from
+    /// (a `DELETE` leaves dead row versions in the pages). SQLite VACUUMs
+    /// the database and checkpoints the WAL: `secure_delete` zeroes a
+    /// deleted cell where it lies, but a row's cell that a b-tree rebalance
+    /// once moved to a sibling page leaves its old bytes in the first page's
+    /// unallocated space, where only a rewrite of the page removes them.
+    fn purge_erased(pool: &Pool<Self>) -> impl Future<Output = Result<()>> + Send;
 
     /// After `complete_erasure` committed: SQLite checkpoints the WAL into
     /// the file; PostgreSQL VACUUMs `erasure_intents` (the intent held the

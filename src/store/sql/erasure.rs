@@ -6,7 +6,8 @@
 //! (`rows::guard_users`). Every delete is one key range of the user's own
 //! rows (the embedding cache is kept per owner). After the deletion the
 //! dialect makes sure nothing of the rows is left in the files
-//! ([`Dialect::after_erase_user`], [`Dialect::after_complete_erasure`]).
+//! ([`Dialect::purge_erased`], before the intent goes;
+//! [`Dialect::after_complete_erasure`], after).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -104,11 +105,11 @@ impl ErasureStore for SqlStore<D> {
             messages: payloads + messages,
             api_keys,
         };
-        // A second erasure of the same user deleted nothing: nothing to clean.
-        if rows != ErasedRows::default() {
-            D::after_erase_user(&self.pool).await;
-        }
         Ok(rows)
+    }
+
+    async fn purge_erased(&self) -> Result<()> {
+        D::purge_erased(&self.pool).await
     }
 
     async fn complete_erasure(

@@ -108,12 +108,13 @@ impl Dialect for Postgres {
         lock_user(tx, "pg_advisory_xact_lock", tenant_id, user_id).await
     }
 
-    async fn after_erase_user(pool: &Pool<Self>) {
+    async fn purge_erased(pool: &Pool<Self>) -> Result<()> {
         vacuum(
             pool,
             "memories, audit_events, embedding_cache, message_payloads, messages, threads, api_keys",
         )
         .await;
+        Ok(())
     }
 
     async fn after_complete_erasure(pool: &Pool<Self>) -> Result<()> {

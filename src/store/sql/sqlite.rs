@@ -1,7 +1,20 @@
 //! SQLite: one file in the data directory, WAL mode, migrations from
-//! `migrations/sqlite` applied at open. `secure_delete` is on, so freed pages
-//! are zeroed and erased text does not linger in the file. One writer at a
-//! time: that serialises the change feed and the erasure guard.
+//! `migrations/sqlite` applied at open. One writer at a time: that
+//! serialises the change feed and the erasure guard.
+//!
+//! Deleted bytes: `secure_delete` is on, so a deleted row's cell and freed
+//! pages are zeroed where they lie. That is not enough for an erasure: when
+//! a b-tree page is rebalanced (inserts split pages, deletes merge them),
+//! SQLite rebuilds it and leaves the bytes of the cells it moved to a sibling
+//! in the page's unallocated space, so an earlier copy of a row can outlive
+//! the row's deletion, in the file and in every WAL frame of that page (seen
+//! in the kill -9 test: an erased memory's text and user id in a page of
+//! other users' memories). The erasure therefore purges the files
+//! ([`Dialect::purge_erased`]): `VACUUM` rewrites every page from the live
+//! rows, then a `TRUNCATE` checkpoint copies the result into the file and
+//! empties the WAL, before the intent is replaced by the tombstone. The cost
+//! is a rewrite of the database (other writes wait for it); see
+//! ARCHITECTURE.md for figures.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -43,7 +56,9 @@ impl SqliteStore {
         // A process killed after an erasure committed but before its
         // checkpoint leaves the erased rows' old pages in the database file
         // and WAL: nobody reads them, but they are on disk until copied over.
-        checkpoint(&pool).await?;
+        // (Killed before the purge completed, the intent is still there and
+        // the resumed erasure purges again.)
+        checkpoint_or_warn(&pool).await?;
         Ok(SqlStore { pool })
     }
 
@@ -63,23 +78,31 @@ impl SqliteStore {
 }
 
 /// Writes every page of the WAL into the database file and truncates the
-/// WAL: with `secure_delete`, what was erased is then zeroed on disk.
+/// WAL, so that old frames (earlier versions of pages) are gone too.
 ///
 /// A checkpoint cannot complete while a reader holds an older snapshot (the
 /// pragma then answers `busy` instead of failing), so it is retried for up
-/// to about ten seconds; what is still not copied then is copied by the
-/// next one, and at the latest by the checkpoint at the next open.
-async fn checkpoint(pool: &Pool<Sqlite>) -> Result<()> {
+/// to about ten seconds; `false` when it still had not completed then (what
+/// is not copied is copied by the next one, at the latest at the next open).
+async fn checkpoint(pool: &Pool<Sqlite>) -> Result<bool> {
     for _ in 0..500 {
         let (busy,): (i64,) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
             .fetch_one(pool)
             .await?;
         if busy == 0 {
-            return Ok(());
+            return Ok(true);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    tracing::warn!("the SQLite WAL checkpoint stayed busy; the next one completes it");
+    Ok(false)
+}
+
+/// [`checkpoint`], warning when it stayed busy (what it left is copied by
+/// the next one).
+async fn checkpoint_or_warn(pool: &Pool<Sqlite>) -> Result<()> {
+    if !checkpoint(pool).await? {
+        tracing::warn!("the SQLite WAL checkpoint stayed busy; the next one completes it");
+    }
     Ok(())
 }
 
@@ -102,14 +125,28 @@ impl Dialect for Sqlite {
         Ok(())
     }
 
-    async fn after_erase_user(_pool: &Pool<Self>) {}
+    async fn purge_erased(pool: &Pool<Self>) -> Result<()> {
+        // Rewrites every page from the live rows (stale cell copies in
+        // unallocated space and free pages go), through the WAL; the
+        // checkpoint then puts the rewritten pages in the file and empties
+        // the WAL. Both must finish: until then the erasure is not done and
+        // its intent stays (the sweep retries).
+        sqlx::raw_sql("VACUUM").execute(pool).await?;
+        if checkpoint(pool).await? {
+            Ok(())
+        } else {
+            Err(Error::Unavailable(
+                "the SQLite WAL checkpoint after the erasure's VACUUM stayed busy".into(),
+            ))
+        }
+    }
 
     async fn after_complete_erasure(pool: &Pool<Self>) -> Result<()> {
-        checkpoint(pool).await
+        checkpoint_or_warn(pool).await
     }
 
     async fn before_close(pool: &Pool<Self>) -> Result<()> {
-        checkpoint(pool).await
+        checkpoint_or_warn(pool).await
     }
 
     fn refused_value(e: sqlx::Error) -> std::result::Result<Error, sqlx::Error> {
