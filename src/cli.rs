@@ -815,8 +815,8 @@ async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Res
         .await?;
     engine.shutdown().await?;
     drop(engine);
-    // Then the files themselves, store by store (see `erasure_scan`).
-    let files = crate::erasure_scan::scan_data_dir_for_user(&g.data_dir, tenant, user)?;
+    // Then the files themselves, store by store (see `service::erasure::scan`).
+    let files = crate::service::erasure::scan::scan_data_dir_for_user(&g.data_dir, tenant, user)?;
     let mut out = serde_json::to_value(&v)?;
     out["files"] = serde_json::to_value(&files)?;
     println!("{}", serde_json::to_string_pretty(&out)?);

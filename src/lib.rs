@@ -55,8 +55,6 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod embed;
-pub mod erasure_feed;
-pub mod erasure_scan;
 pub mod error;
 pub mod eval;
 pub mod jobs;

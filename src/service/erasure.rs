@@ -63,6 +63,9 @@
 //! to `spawn_blocking`; the registry is a short `parking_lot` mutex never held
 //! across an `.await`.
 
+pub mod feed;
+pub mod scan;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -151,7 +154,7 @@ pub struct ErasureVerification {
     /// data directory's files hold of the user (`clean: true` when none
     /// holds the raw id, nor an index file the owner key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub files: Option<crate::erasure_scan::ResidueReport>,
+    pub files: Option<crate::service::erasure::scan::ResidueReport>,
 }
 
 /// How often [`ErasureSweep`] looks for intents to resume.
@@ -605,7 +608,7 @@ impl Engine {
 /// [`Engine::sweep_erasures`] every [`ERASURE_SWEEP_INTERVAL`]. What it
 /// deletes is what the recorded intent already promised to delete; every
 /// step is idempotent, so two nodes resuming the same intent is harmless.
-/// Each pass then prunes the change feed (`erasure_feed.rs`: entries every
+/// Each pass then prunes the change feed (`erasure/feed.rs`: entries every
 /// live node has applied, after a grace period), and every
 /// `TOMBSTONE_SCRUB_EVERY` scrubs the hashed user id from tombstones older
 /// than [`ERASURE_TOMBSTONE_RETENTION`] whose feed entry is gone (nothing
@@ -613,7 +616,7 @@ impl Engine {
 pub struct ErasureSweep {
     engine: Engine,
     every: Duration,
-    feed: crate::erasure_feed::FeedPruner,
+    feed: crate::service::erasure::feed::FeedPruner,
     scrubbed_at: Option<std::time::Instant>,
 }
 
@@ -627,7 +630,7 @@ impl ErasureSweep {
         ErasureSweep {
             engine,
             every,
-            feed: crate::erasure_feed::FeedPruner::new(crate::erasure_feed::FEED_PRUNE_GRACE),
+            feed: crate::service::erasure::feed::FeedPruner::new(crate::service::erasure::feed::FEED_PRUNE_GRACE),
             scrubbed_at: None,
         }
     }

@@ -532,7 +532,7 @@ pub trait ChangeFeed: Send + Sync {
     /// restarts) follows the feed from its head after reconciling, never from
     /// an older cursor: the caller passes an `up_to` read long enough ago that
     /// a starting node read a head at or above it (see
-    /// [`crate::erasure_feed::FeedPruner`]).
+    /// [`crate::service::erasure::feed::FeedPruner`]).
     async fn prune_index_changes(&self, up_to: i64, live_since: DateTime<Utc>) -> Result<u64>;
     /// The nodes alive since `live_since`, and which of them have not yet
     /// applied the latest erasure of `owner_key`.

@@ -11,7 +11,7 @@ use mnemo::agent::Agent;
 use mnemo::domain::thread::MessageRole;
 use mnemo::domain::Actor;
 use mnemo::domain::{MemoryPatch, NewMemory, Owner, Scope, Status, Tier};
-use mnemo::erasure_scan::{scan_dir, Needle, StoreFiles};
+use mnemo::service::erasure::scan::{scan_dir, Needle, StoreFiles};
 use mnemo::service::SearchRequest;
 use mnemo::store::ListQuery;
 use mnemo::Error;
@@ -735,7 +735,7 @@ async fn a_stalled_intent_is_resumed_by_the_sweep_without_a_restart() {
 #[tokio::test]
 async fn the_change_feed_is_pruned_once_every_live_node_applied_it() {
     use mnemo::clock::Clock;
-    use mnemo::erasure_feed::FeedPruner;
+    use mnemo::service::erasure::feed::FeedPruner;
     use mnemo::store::ChangeKind;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(manual());
@@ -868,7 +868,7 @@ async fn verification_over_http_scans_the_files_for_admins() {
 /// names a last erasure, and the store no longer confirms the user id.
 #[tokio::test]
 async fn the_sweep_scrubs_tombstones_after_their_retention() {
-    use mnemo::erasure_feed::FeedPruner;
+    use mnemo::service::erasure::feed::FeedPruner;
     use mnemo::runner::PeriodicTask;
     use mnemo::service::erasure::{ErasureSweep, ERASURE_TOMBSTONE_RETENTION};
     let dir = tempfile::tempdir().unwrap();

@@ -18,7 +18,7 @@ use axum::http::{Method, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use mnemo::domain::Owner;
-use mnemo::erasure_scan::{scan_dir, Needle, StoreFiles};
+use mnemo::service::erasure::scan::{scan_dir, Needle, StoreFiles};
 use serde_json::{json, Value};
 
 use crate::over_http::{free_port, try_call as req, wait_ready, Http};

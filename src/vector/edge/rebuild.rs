@@ -336,7 +336,7 @@ mod tests {
     use super::*;
     use crate::domain::scope::Scope;
     use crate::domain::Tier;
-    use crate::erasure_scan::{scan_dir, Needle};
+    use crate::service::erasure::scan::{scan_dir, Needle};
     use crate::vector::contract::*;
     use crate::vector::{VectorIndex, VectorPoint};
 
@@ -351,7 +351,7 @@ mod tests {
         ]
     }
 
-    fn holds(report: &crate::erasure_scan::ResidueReport, label: &str) -> bool {
+    fn holds(report: &crate::service::erasure::scan::ResidueReport, label: &str) -> bool {
         report
             .hits
             .iter()

@@ -5,7 +5,7 @@
 //! position read at least [`FEED_PRUNE_GRACE`] ago. **Why that is safe.** A
 //! node follows the feed from a cursor it takes when it starts (it reads the
 //! head, reconciles with the store, then registers with that head as its
-//! applied position; see [`crate::cluster`]), so rows below every registered
+//! applied position; see [`crate::service::cluster`]), so rows below every registered
 //! live node's cursor are never read again; a node that is starting is not
 //! registered yet, and the grace keeps the rows after the head it read (it
 //! registers within the grace unless its reconcile takes longer). A dead node
@@ -14,7 +14,7 @@
 //!
 //! Mark (remember the head), grace, purge: each [`FeedPruner::run_once`]
 //! prunes up to the head it saw at least one grace ago and remembers the
-//! current one. Run by the erasure sweep ([`crate::erasure`]).
+//! current one. Run by the erasure sweep ([`super::ErasureSweep`]).
 
 use std::time::{Duration, Instant};
 
