@@ -11,7 +11,7 @@
 //! then the engine opens on it and its start-up repair indexes them all
 //! (lexical and vector; the hashing embedder stands in, erasure embeds
 //! nothing). The API (`mnemo::api::app`,
-//! default 2 s erasure wait, `--insecure-dev` auth) listens on loopback;
+//! default 1 s erasure wait, `--insecure-dev` auth) listens on loopback;
 //! requests are raw HTTP/1.1 on a TCP socket:
 //! - **answer**: `DELETE /v1/users/erase-a` and the time until the status
 //!   line arrives (200 with the receipt when done within the wait, else 202

@@ -112,7 +112,7 @@ pub struct AppState {
 }
 
 /// The default of [`AppState::erasure_wait`].
-pub const DEFAULT_ERASURE_WAIT: Duration = Duration::from_secs(2);
+pub const DEFAULT_ERASURE_WAIT: Duration = Duration::from_secs(1);
 
 impl AppState {
     pub fn new(engine: Engine, auth: AuthMode) -> Self {

@@ -27,7 +27,7 @@ pub const MAX_BODY_CAP: usize = 8 * 1024 * 1024;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";
 const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
 const DEFAULT_SHUTDOWN_TIMEOUT_SECS: u64 = 30;
-const DEFAULT_ERASURE_WAIT_SECS: u64 = 2;
+const DEFAULT_ERASURE_WAIT_SECS: u64 = 1;
 const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
 
 #[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]

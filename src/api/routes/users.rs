@@ -5,7 +5,7 @@
 //!
 //! The DELETE records the intent and hands the erasure to a tracked task
 //! ([`crate::Engine::start_erasure`]), then waits a short while
-//! ([`crate::api::AppState::erasure_wait`], 2 s by default, `erasure_wait_secs`): done by then,
+//! ([`crate::api::AppState::erasure_wait`], 1 s by default, `erasure_wait_secs`): done by then,
 //! 200 with the receipt; otherwise 202 with the status URL (also in
 //! `Location`). A client that disconnects, or the request timeout, never cuts
 //! an erasure short; a second DELETE while one runs joins it.
@@ -13,7 +13,7 @@
 //! `GET …/erasure?files=true` (admin keys, embedded deployment) adds what
 //! `mnemo verify-erasure` adds: a byte scan of every file of the data
 //! directory for the user's id and owner key (`files`, see
-//! [`crate::erasure_scan`]). It reads the whole data directory, so it costs
+//! [`crate::service::erasure::scan`]). It reads the whole data directory, so it costs
 //! time proportional to its size (and the disk bandwidth); one scan runs at
 //! a time per node (another answers 503 with `Retry-After`), off the async
 //! runtime. In a PostgreSQL or Qdrant-server deployment the data directory
@@ -165,7 +165,7 @@ pub async fn verify_erasure(
             let (tenant, user) = (actor.tenant_id.clone(), verification.user_id.clone());
             let report = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                crate::erasure_scan::scan_data_dir_for_user(&files.data_dir, &tenant, &user)
+                crate::service::erasure::scan::scan_data_dir_for_user(&files.data_dir, &tenant, &user)
             })
             .await
             .map_err(|e| Error::internal(format!("file scan task failed: {e}")))??;
