@@ -2,7 +2,8 @@
 //! the tokenizer said, kept as the [`source`](std::error::Error::source),
 //! under the operation that failed.
 
-use crate::error::BoxError;
+/// A library error kept as a source.
+type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A failure of the embedder. Internal to clients (a generic 500); missing
 /// assets are `Error::Unavailable` instead (503, the operator's to fix).

@@ -630,7 +630,7 @@ impl ErasureSweep {
         ErasureSweep {
             engine,
             every,
-            feed: crate::service::erasure::feed::FeedPruner::new(crate::service::erasure::feed::FEED_PRUNE_GRACE),
+            feed: feed::FeedPruner::new(feed::FEED_PRUNE_GRACE),
             scrubbed_at: None,
         }
     }

@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::error::BoxError;
+/// A library error kept as a source.
+type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A failure of the vector index. Internal to clients (a generic 500);
 /// logged with its whole chain.

@@ -868,8 +868,8 @@ async fn verification_over_http_scans_the_files_for_admins() {
 /// names a last erasure, and the store no longer confirms the user id.
 #[tokio::test]
 async fn the_sweep_scrubs_tombstones_after_their_retention() {
-    use mnemo::service::erasure::feed::FeedPruner;
     use mnemo::runner::PeriodicTask;
+    use mnemo::service::erasure::feed::FeedPruner;
     use mnemo::service::erasure::{ErasureSweep, ERASURE_TOMBSTONE_RETENTION};
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(manual());

@@ -165,7 +165,11 @@ pub async fn verify_erasure(
             let (tenant, user) = (actor.tenant_id.clone(), verification.user_id.clone());
             let report = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                crate::service::erasure::scan::scan_data_dir_for_user(&files.data_dir, &tenant, &user)
+                crate::service::erasure::scan::scan_data_dir_for_user(
+                    &files.data_dir,
+                    &tenant,
+                    &user,
+                )
             })
             .await
             .map_err(|e| Error::internal(format!("file scan task failed: {e}")))??;
