@@ -40,19 +40,7 @@ WORK="$BENCH_WORK"; N="$BENCH_N"; SECS="$BENCH_SECS"; BIN="$BENCH_BIN"; PG="$BEN
 QDRANT="${MNEMO_TEST_QDRANT_URL:?}"
 PORT=8431; PID=
 trap 'kill $PID 2>/dev/null || true' EXIT
-python3 - "$N" > "$WORK/corpus.jsonl" <<'PY'
-import json, random, sys
-random.seed(7)
-S=["the user","my sister","the team","our landlord","the dentist","my manager"]
-V=["prefers","booked","cancelled","mentioned","asked about","bought","forgot","enjoys"]
-O=["green tea","a flight to Lisbon","the quarterly report","oat milk","a new laptop","vegetarian food",
-   "a dentist appointment","the gym membership","a trip to Kyoto","running shoes","the book club","the summer holiday"]
-W=["on Monday","last week","every morning","next month","in the evening","at the weekend"]
-for i in range(int(sys.argv[1])):
-    user = "bench-user" if i < 10000 else f"user-{i // 100}"
-    t=f"{random.choice(S)} {random.choice(V)} {random.choice(O)} {random.choice(W)} (note {i})"
-    print(json.dumps({"id":f"d{i}","text":t,"user_id":user,"memory_type":"long_term"}))
-PY
+scripts/bench-corpus.py "$N" 10000 > "$WORK/corpus.jsonl"
 sed 's/^requests_per_second_per_key = .*/requests_per_second_per_key = 0.0/' memory_policies.toml > "$WORK/policy.toml"
 grep -q '^requests_per_second_per_key = 0.0' "$WORK/policy.toml"
 export MNEMO_POLICY="$WORK/policy.toml" MNEMO_LOG=warn

@@ -9,18 +9,7 @@ N="${1:-10000}"; SECS="${2:-20}"; PORT=8421
 BIN="${MNEMO_BIN:-target/release/mnemo}"
 DATA="$(mktemp -d)"; trap 'kill $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
 command -v wrk >/dev/null || { echo "wrk missing: apt-get install wrk" >&2; exit 1; }
-python3 - "$N" > "$DATA/corpus.jsonl" <<'PY'
-import json, random, sys
-random.seed(7)
-S=["the user","my sister","the team","our landlord","the dentist","my manager"]
-V=["prefers","booked","cancelled","mentioned","asked about","bought","forgot","enjoys"]
-O=["green tea","a flight to Lisbon","the quarterly report","oat milk","a new laptop","vegetarian food",
-   "a dentist appointment","the gym membership","a trip to Kyoto","running shoes","the book club","the summer holiday"]
-W=["on Monday","last week","every morning","next month","in the evening","at the weekend"]
-for i in range(int(sys.argv[1])):
-    t=f"{random.choice(S)} {random.choice(V)} {random.choice(O)} {random.choice(W)} (note {i})"
-    print(json.dumps({"id":f"d{i}","text":t,"user_id":"bench-user","memory_type":"long_term"}))
-PY
+scripts/bench-corpus.py "$N" > "$DATA/corpus.jsonl"
 # The shipped policy with the per-key rate limit off: every request of the
 # benchmark comes from one (dev-mode) actor.
 sed 's/^requests_per_second_per_key = .*/requests_per_second_per_key = 0.0/' memory_policies.toml > "$DATA/policy.toml"
