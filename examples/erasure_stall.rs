@@ -26,6 +26,9 @@ use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::store::MemoryStore;
 use mnemo::Engine;
 
+#[path = "common/seed.rs"]
+mod seed;
+
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -97,28 +100,9 @@ async fn main() -> anyhow::Result<()> {
         .map(|s| ("other", s, others))
         .chain((0..n).step_by(2000).map(|s| ("victim", s, n)));
     for (user, start, total) in rows {
-        let batch: Vec<mnemo::domain::Memory> = (start..(start + 2000).min(total))
-            .map(|i| {
-                mnemo::domain::Memory::sample(
-                    Tier::LongTerm,
-                    Some(user),
-                    &format!("{user} memory {i} about topic {}", i % 97),
-                    now,
-                )
-            })
-            .collect();
-        let events: Vec<_> = batch
-            .iter()
-            .map(|m| {
-                mnemo::store::AuditEvent::for_memory(
-                    m,
-                    mnemo::store::AuditAction::Create,
-                    "bench",
-                    now,
-                )
-            })
-            .collect();
-        store.insert(&batch, &events).await?;
+        let batch =
+            seed::insert_memories(store.as_ref(), user, start..(start + 2000).min(total), now)
+                .await?;
         let cache: Vec<(String, Vec<f32>)> = batch
             .iter()
             .map(|m| (mnemo::store::text_hash(&m.text), vec![0.1; 384]))

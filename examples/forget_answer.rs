@@ -33,12 +33,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mnemo::domain::Tier;
 use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::store::MemoryStore;
 use mnemo::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+#[path = "common/seed.rs"]
+mod seed;
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -107,28 +109,13 @@ async fn main() -> anyhow::Result<()> {
     let rounds = groups.iter().map(|g| g.1.div_ceil(2000)).max().unwrap_or(0);
     for round in 0..rounds {
         for (user, n) in groups {
-            let batch: Vec<mnemo::domain::Memory> = (round * 2000..((round + 1) * 2000).min(n))
-                .map(|i| {
-                    mnemo::domain::Memory::sample(
-                        Tier::LongTerm,
-                        Some(user),
-                        &format!("{user} memory {i} about topic {}", i % 97),
-                        now,
-                    )
-                })
-                .collect();
-            let events: Vec<_> = batch
-                .iter()
-                .map(|m| {
-                    mnemo::store::AuditEvent::for_memory(
-                        m,
-                        mnemo::store::AuditAction::Create,
-                        "bench",
-                        now,
-                    )
-                })
-                .collect();
-            store.insert(&batch, &events).await?;
+            seed::insert_memories(
+                store.as_ref(),
+                user,
+                round * 2000..((round + 1) * 2000).min(n),
+                now,
+            )
+            .await?;
         }
     }
     // The start-up repair indexes what the store holds.
