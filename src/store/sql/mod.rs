@@ -29,9 +29,11 @@
 
 mod dialect;
 pub mod postgres;
+mod purge;
 pub mod sqlite;
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use uuid::Uuid;
@@ -49,9 +51,18 @@ use crate::error::{Error, Result};
 /// `SqliteStore` and `PgStore` name the two.
 pub struct SqlStore<D: Dialect> {
     pool: sqlx::Pool<D>,
+    /// Erasures finishing together share one purge (`purge.rs`).
+    purges: Arc<purge::PurgeGate>,
 }
 
 impl<D: Dialect> SqlStore<D> {
+    fn new(pool: sqlx::Pool<D>) -> Self {
+        SqlStore {
+            pool,
+            purges: Arc::default(),
+        }
+    }
+
     pub fn pool(&self) -> &sqlx::Pool<D> {
         &self.pool
     }
@@ -61,6 +72,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
     fn clone(&self) -> Self {
         SqlStore {
             pool: self.pool.clone(),
+            purges: self.purges.clone(),
         }
     }
 }

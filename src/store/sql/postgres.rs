@@ -54,7 +54,7 @@ impl PgStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await?;
-        Ok(SqlStore { pool })
+        Ok(SqlStore::new(pool))
     }
 }
 

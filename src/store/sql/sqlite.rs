@@ -59,7 +59,7 @@ impl SqliteStore {
         // (Killed before the purge completed, the intent is still there and
         // the resumed erasure purges again.)
         checkpoint_or_warn(&pool).await?;
-        Ok(SqlStore { pool })
+        Ok(SqlStore::new(pool))
     }
 
     /// An in-memory database (tests).
@@ -73,7 +73,7 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-        Ok(SqlStore { pool })
+        Ok(SqlStore::new(pool))
     }
 }
 
