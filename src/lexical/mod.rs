@@ -12,6 +12,7 @@
 
 pub mod analyzer;
 pub mod error;
+mod segment_ids;
 pub mod tantivy;
 
 pub use error::LexicalError;

@@ -38,6 +38,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -47,9 +48,10 @@ use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, Warmer};
 use uuid::Uuid;
 
+use super::segment_ids::{Ids, SegmentIds};
 use super::LexicalError;
 use super::{analyzer, LexicalDoc, LexicalIndex};
 use crate::domain::rerank::QueryTerms;
@@ -209,6 +211,9 @@ enum Command {
 pub struct TantivyIndex {
     index: Index,
     reader: IndexReader,
+    /// Every loaded segment's ids (`segment_ids.rs`), kept by the reader's
+    /// warmer, which holds it weakly.
+    ids: Arc<SegmentIds>,
     fields: Fields,
     tx: SyncSender<Command>,
     thread: Option<JoinHandle<()>>,
@@ -229,9 +234,12 @@ impl TantivyIndex {
             .map_err(lexical("opening or creating the index"))?;
         analyzer::register(&index);
         let writer = open_writer(&index)?;
+        let ids = Arc::new(SegmentIds::default());
+        let warmer: Arc<dyn Warmer> = ids.clone();
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
+            .warmers(vec![Arc::downgrade(&warmer) as Weak<dyn Warmer>])
             .try_into()
             .map_err(lexical("opening the index reader"))?;
         let (tx, rx) = mpsc::sync_channel(CHANNEL_CAPACITY);
@@ -249,6 +257,7 @@ impl TantivyIndex {
         Ok(TantivyIndex {
             index,
             reader,
+            ids,
             fields,
             tx,
             thread: Some(thread),
@@ -381,15 +390,9 @@ impl LexicalIndex for TantivyIndex {
             )
             .map_err(lexical("searching"))?;
         let mut out = Vec::with_capacity(top.len());
-        let mut buf = String::new();
         for (score, addr) in top {
-            let segment = searcher.segment_reader(addr.segment_ord);
-            let ids = segment
-                .fast_fields()
-                .str("id")
-                .map_err(lexical("reading the id column"))?
-                .ok_or_else(|| LexicalError::Other("the id column is missing".into()))?;
-            out.push((read_id(&ids, addr.doc_id, &mut buf)?, score));
+            let ids = self.ids.of(searcher.segment_reader(addr.segment_ord))?;
+            out.push((id_at(&ids, addr.doc_id)?, score));
         }
         Ok(out)
     }
@@ -431,17 +434,17 @@ impl LexicalIndex for TantivyIndex {
     fn entries(&self) -> Result<Vec<(Uuid, i64)>> {
         let searcher = self.reader.searcher();
         let mut out = Vec::with_capacity(searcher.num_docs() as usize);
-        let mut buf = String::new();
         for segment in searcher.segment_readers() {
-            let fast = segment.fast_fields();
-            let Some(ids) = fast.str("id").map_err(lexical("reading the id column"))? else {
-                continue; // a segment without documents
-            };
-            let versions = fast
+            if segment.num_docs() == 0 {
+                continue;
+            }
+            let ids = self.ids.of(segment)?;
+            let versions = segment
+                .fast_fields()
                 .i64("version")
                 .map_err(lexical("reading the version column"))?;
             for doc in segment.doc_ids_alive() {
-                let id = read_id(&ids, doc, &mut buf)?;
+                let id = id_at(&ids, doc)?;
                 let version = versions
                     .first(doc)
                     .ok_or_else(|| LexicalError::Other(format!("document {id} has no version")))?;
@@ -461,15 +464,11 @@ impl LexicalIndex for TantivyIndex {
         let found = searcher
             .search(&query, &tantivy::collector::DocSetCollector)
             .map_err(lexical("looking up documents by id"))?;
-        let mut buf = String::new();
         for address in found {
             let segment = searcher.segment_reader(address.segment_ord);
-            let fast = segment.fast_fields();
-            let Some(id_column) = fast.str("id").map_err(lexical("reading the id column"))? else {
-                continue;
-            };
-            let id = read_id(&id_column, address.doc_id, &mut buf)?;
-            let version = fast
+            let id = id_at(&self.ids.of(segment)?, address.doc_id)?;
+            let version = segment
+                .fast_fields()
                 .i64("version")
                 .map_err(lexical("reading the version column"))?
                 .first(address.doc_id)
@@ -494,19 +493,12 @@ fn bm25_idf(doc_freq: u64, docs: u64) -> f64 {
     x.ln_1p()
 }
 
-fn read_id(ids: &tantivy::columnar::StrColumn, doc: u32, buf: &mut String) -> Result<Uuid> {
-    let ord = ids
-        .term_ords(doc)
-        .next()
-        .ok_or_else(|| LexicalError::Other("a document has no id".into()))?;
-    buf.clear();
-    ids.ord_to_str(ord, buf)
-        .map_err(|source| LexicalError::Io {
-            context: "reading a document id",
-            source,
-        })?;
-    Uuid::parse_str(buf)
-        .map_err(|e| LexicalError::Other(format!("bad id `{buf}` in the index: {e}")).into())
+/// The id of document `doc` of a segment whose ids are `ids`.
+fn id_at(ids: &Ids, doc: u32) -> Result<Uuid> {
+    ids.get(doc as usize)
+        .copied()
+        .flatten()
+        .ok_or_else(|| LexicalError::Other("a document has no id".into()).into())
 }
 
 fn count_owner(reader: &IndexReader, fields: &Fields, owner: &Owner) -> Result<usize> {
@@ -781,6 +773,55 @@ mod tests {
         );
         assert!(merge_groups(Vec::<(&str, u32)>::new(), 2).is_empty());
         assert_eq!(merge_groups(vec![("x", 0)], 0), vec![vec!["x"]]);
+    }
+
+    #[test]
+    fn segment_ids_follow_commits_and_merges() {
+        let dir = TempDir::new().unwrap();
+        let index = open(&dir, LONG_DELAY);
+        let mut all = Vec::new();
+        // Three commits: three segments, each warmed when the reader loads it.
+        for round in 0..3 {
+            let batch: Vec<_> = (0..20)
+                .map(|i| doc(&alice(), &format!("round {round} note {i} about tea")))
+                .collect();
+            all.extend(batch.iter().map(|d| d.id));
+            index.upsert(batch).unwrap();
+            index.commit().unwrap();
+        }
+        let segments = index.reader.searcher().segment_readers().len();
+        assert!(segments >= 2, "{segments} segments");
+        assert_eq!(index.ids.cached(), segments);
+        let mut found = ids(&index.search("tea", &long_term(&alice()), 100).unwrap());
+        found.sort();
+        all.sort();
+        assert_eq!(found, all, "every hit maps to its own id");
+        // Delete one and purge: its segment is rewritten, the old segment's
+        // ids are dropped once no searcher holds it, and entries agree with
+        // what is live.
+        let segment_ids = |index: &TantivyIndex| -> HashSet<_> {
+            let searcher = index.reader.searcher();
+            searcher
+                .segment_readers()
+                .iter()
+                .map(|s| s.segment_id())
+                .collect()
+        };
+        let before = segment_ids(&index);
+        index.delete(&all[..1]).unwrap();
+        index.purge().unwrap();
+        let after = segment_ids(&index);
+        assert!(!before.is_subset(&after), "the purge rewrote a segment");
+        let live = after.len();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while index.ids.cached() > live && Instant::now() < deadline {
+            // tantivy's warming GC runs on its own thread.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(index.ids.cached(), live);
+        let mut entries: Vec<Uuid> = index.entries().unwrap().into_iter().map(|e| e.0).collect();
+        entries.sort();
+        assert_eq!(entries, all[1..]);
     }
 
     #[test]
