@@ -516,7 +516,7 @@ impl Hit {
 /// days for a memory (per tier and kind, from the policy).
 pub fn rank(
     fused: Vec<Fused>,
-    memories: &HashMap<Uuid, Memory>,
+    mut memories: HashMap<Uuid, Memory>,
     now: DateTime<Utc>,
     params: &RankingParams,
     half_life: impl Fn(&Memory) -> Option<f64>,
@@ -526,13 +526,14 @@ pub fn rank(
     let mut hits: Vec<Hit> = fused
         .into_iter()
         .filter_map(|f| {
-            let memory = memories.get(&f.id)?;
+            // Each id is fused once, so its memory moves into its hit.
+            let memory = memories.remove(&f.id)?;
             let age_days = (now - memory.created_at).num_milliseconds() as f64 / 86_400_000.0;
-            let decay = decay_factor(age_days, half_life(memory), params.decay_floor);
+            let decay = decay_factor(age_days, half_life(&memory), params.decay_floor);
             let imp = importance_factor(memory.importance, params.importance_weight);
             let final_score = f.fused * decay * imp;
             (final_score >= params.min_score).then(|| Hit {
-                memory: memory.clone(),
+                memory,
                 score: final_score,
                 breakdown: ScoreBreakdown {
                     bm25_score: f.bm25.map(|b| b.raw),

@@ -111,6 +111,10 @@ pub struct OnnxEmbedder {
     queries: Option<QueryCache>,
     /// The vocabulary's unknown token (`[UNK]`, `<unk>`), if it has one.
     unk_id: Option<u32>,
+    /// The model's tokenizer, outside the sessions: tokenising for a helper
+    /// (`known_token_share`, `token_ids`) must not wait for a session, which
+    /// under load means waiting for another search's embedding.
+    tokenizer: tokenizers::Tokenizer,
 }
 
 impl std::fmt::Debug for OnnxEmbedder {
@@ -256,10 +260,10 @@ impl OnnxEmbedder {
                 })?;
             sessions.push(session);
         }
-        let unk_id = {
-            let t = &sessions[0].tokenizer;
-            t.token_to_id("[UNK]").or_else(|| t.token_to_id("<unk>"))
-        };
+        let tokenizer = sessions[0].tokenizer.clone();
+        let unk_id = tokenizer
+            .token_to_id("[UNK]")
+            .or_else(|| tokenizer.token_to_id("<unk>"));
         let query = sessions.split_off(pool_size);
         let embedder = OnnxEmbedder {
             model,
@@ -267,6 +271,7 @@ impl OnnxEmbedder {
             sessions: Pool::new(sessions, query),
             batch_size: options.batch_size.max(1),
             queries: NonZeroUsize::new(options.query_cache_size).map(QueryCache::new),
+            tokenizer,
         };
         // Catch a wrong graph (output size) now rather than at the first request.
         let probe = embedder.run(&mut embedder.sessions.query(), vec!["probe".to_string()])?;
@@ -298,8 +303,7 @@ impl OnnxEmbedder {
         } else {
             self.model.passage_prefix
         };
-        let session = self.sessions.any();
-        let encoding = session
+        let encoding = self
             .tokenizer
             .encode(format!("{prefix}{text}"), true)
             .map_err(EmbedError::Tokenizer)?;
@@ -392,12 +396,10 @@ impl Embedder for OnnxEmbedder {
         let Some(unk) = self.unk_id else {
             return 1.0;
         };
-        let guard = self.sessions.query();
         // Without prefix and special tokens: only the text's own tokens.
-        let Ok(encoding) = guard.tokenizer.encode(text, false) else {
+        let Ok(encoding) = self.tokenizer.encode(text, false) else {
             return 1.0;
         };
-        drop(guard);
         let ids = encoding.get_ids();
         if ids.is_empty() {
             return 1.0;
@@ -692,11 +694,8 @@ mod tests {
             (cpu_secs() - cpu) * 1e3 / 200.0
         );
         let cpu = cpu_secs();
-        {
-            let session = e.sessions.any();
-            for i in 0..200 {
-                session.tokenizer.encode(sentence(1000 + i), true).unwrap();
-            }
+        for i in 0..200 {
+            e.tokenizer.encode(sentence(1000 + i), true).unwrap();
         }
         eprintln!(
             "of which tokenising: {:.3} ms CPU per query",

@@ -82,11 +82,6 @@ impl<S> Pool<S> {
             n => self.query[start % n].lock(),
         }
     }
-
-    /// Any session (for read-only helpers such as tokenising).
-    pub(crate) fn any(&self) -> MutexGuard<'_, S> {
-        self.bulk[0].lock()
-    }
 }
 
 /// The caller's indices cut into batches of at most `batch`, shortest texts

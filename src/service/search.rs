@@ -190,7 +190,7 @@ impl Engine {
         let window = params.rerank.map_or(top_k, |r| r.depth.max(top_k));
         let hits = ranking::rank(
             fused,
-            &memories,
+            memories,
             now,
             &params,
             |m| {
