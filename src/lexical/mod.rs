@@ -12,6 +12,7 @@
 
 pub mod analyzer;
 pub mod error;
+mod filtered_top;
 mod segment_ids;
 pub mod tantivy;
 

@@ -42,15 +42,16 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::Count;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, Warmer};
 use uuid::Uuid;
 
+use super::filtered_top::filtered_top_k;
 use super::segment_ids::{Ids, SegmentIds};
 use super::LexicalError;
 use super::{analyzer, LexicalDoc, LexicalIndex};
@@ -374,20 +375,9 @@ impl LexicalIndex for TantivyIndex {
             return Ok(Vec::new());
         }
         let searcher = self.reader.searcher();
-        let num_docs = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
-        if num_docs == 0 {
-            return Ok(Vec::new());
-        }
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, Box::new(BooleanQuery::new(terms))),
-            // Score 0: the filter restricts without changing the BM25 score.
-            (Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))),
-        ]);
-        let top = searcher
-            .search(
-                &query,
-                &TopDocs::with_limit(limit.min(num_docs)).order_by_score(),
-            )
+        // The filter restricts without changing the BM25 score; see
+        // `filtered_top.rs` for why this is not one intersection query.
+        let top = filtered_top_k(&searcher, &BooleanQuery::new(terms), filter.as_ref(), limit)
             .map_err(lexical("searching"))?;
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
