@@ -38,6 +38,9 @@ pub struct NodeParts {
     /// The agent loop, whose idle threads are compacted in the background
     /// and whose extraction in flight is waited for at stop.
     pub agent: Option<Agent>,
+    /// Embedded mode: the data directory, where a clean stop records how far
+    /// the indexes agree with the store (`service/clean_shutdown.rs`).
+    pub clean_shutdown_dir: Option<std::path::PathBuf>,
 }
 
 /// The engine and its background work.
@@ -46,6 +49,7 @@ pub struct Node {
     runner: Runner,
     node_id: Option<String>,
     agent: Option<Agent>,
+    clean_shutdown_dir: Option<std::path::PathBuf>,
 }
 
 impl Node {
@@ -70,6 +74,7 @@ impl Node {
             runner,
             node_id,
             agent: parts.agent,
+            clean_shutdown_dir: parts.clean_shutdown_dir,
         })
     }
 
@@ -108,6 +113,17 @@ impl Node {
                 tracing::warn!(error = %e, "could not leave the cluster registry");
             }
         }
-        self.engine.shutdown().await
+        self.engine.shutdown().await?;
+        // The repair loop has stopped and the indexes are committed: they
+        // agree with the store up to where the loop had checked the feed.
+        if let (Some(dir), Some(position)) = (
+            &self.clean_shutdown_dir,
+            self.engine.repair_status().consistent_up_to(),
+        ) {
+            if self.node_id.is_none() {
+                crate::service::clean_shutdown::record(dir, position)?;
+            }
+        }
+        Ok(())
     }
 }

@@ -86,7 +86,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || ensure_assets(&g))
         .await
         .context("asset check failed")??;
-    let mut builder = config.global.engine_builder()?;
+    // On the embedded index, a clean shutdown's record replaces the full
+    // start-up reconcile: the node's repair loop applies the changes since.
+    let mut builder = config.global.engine_builder()?.trust_clean_shutdown(true);
     // Clustered mode (vectors on a Qdrant server): this node's lexical index
     // follows the store's change feed, so it sees every node's writes.
     if let VectorBackend::Server(_) = builder.vector_backend() {
@@ -112,6 +114,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             .as_deref()
             .map_or("sqlite", |u| crate::store::url::StoreUrl::parse(u).map_or("?", |s| s.backend())),
         memories_indexed = report.store_indexed,
+        reconcile_skipped = report.from_clean_shutdown,
         "engine open"
     );
     let auth = if config.insecure_dev {
@@ -175,6 +178,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let node = Node::start(
         engine,
         NodeParts {
+            clean_shutdown_dir: follower.is_none().then(|| config.global.data_dir.clone()),
             follower,
             agent: Some(state.agent.clone()),
         },

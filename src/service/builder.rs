@@ -43,6 +43,7 @@ pub struct EngineBuilder {
     vectors: VectorBackend,
     allow_model_change: bool,
     node_id: Option<String>,
+    trust_clean_shutdown: bool,
 }
 
 /// An opened engine, what its start-up reconcile did, and (clustered) the
@@ -68,6 +69,7 @@ impl Engine {
             vectors: VectorBackend::Embedded,
             allow_model_change: false,
             node_id: None,
+            trust_clean_shutdown: false,
         }
     }
 }
@@ -137,6 +139,15 @@ impl EngineBuilder {
         self
     }
 
+    /// A clean shutdown's record (`indexes.clean`) replaces the full
+    /// start-up reconcile, on the embedded vector index only: for a caller
+    /// that runs the repair loop, which then applies the changes since (`mnemo
+    /// serve`, through `Node::start`). See `clean_shutdown.rs`.
+    pub fn trust_clean_shutdown(mut self, trust: bool) -> Self {
+        self.trust_clean_shutdown = trust;
+        self
+    }
+
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
@@ -170,6 +181,8 @@ impl EngineBuilder {
     pub async fn build(self) -> Result<Opened> {
         let clustered = matches!(self.vectors, VectorBackend::Server(_));
         let node_id = self.node_id.clone().unwrap_or_else(default_node_id);
+        let clean_start = self.trust_clean_shutdown && !clustered;
+        let data_dir = self.data_dir.clone();
         let engine = self.assemble().await?;
         let head = if clustered {
             Some(engine.store().change_feed_head().await?)
@@ -178,7 +191,25 @@ impl EngineBuilder {
         };
         // Finish any "forget all my data" a crash interrupted before serving.
         engine.resume_erasures().await?;
-        let reconciled = engine.reconcile().await?;
+        let recorded = if clean_start {
+            super::clean_shutdown::take(&data_dir)?
+        } else {
+            None
+        };
+        let reconciled = match recorded {
+            Some(position) if position <= engine.store().change_feed_head().await? => {
+                engine.repair_status().start_from(position);
+                tracing::info!(
+                    position,
+                    "clean shutdown recorded: the repair loop applies the changes since, no full reconcile"
+                );
+                ReconcileReport {
+                    from_clean_shutdown: true,
+                    ..ReconcileReport::default()
+                }
+            }
+            _ => engine.reconcile().await?,
+        };
         let follower = match head {
             None => None,
             Some(head) => {

@@ -20,6 +20,10 @@ use crate::vector::VectorPoint;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ReconcileReport {
+    /// The start skipped the comparison: a clean shutdown recorded where the
+    /// indexes agreed with the store, and the repair loop applies the changes
+    /// since (`clean_shutdown.rs`); every count is then 0.
+    pub from_clean_shutdown: bool,
     pub store_indexed: usize,
     pub lexical_added: usize,
     pub lexical_removed: usize,
@@ -159,6 +163,7 @@ impl Engine {
         let lex_extra = self.still_unindexed(lex_extra).await?;
         let vec_extra = self.still_unindexed(vec_extra).await?;
         let report = ReconcileReport {
+            from_clean_shutdown: false,
             store_indexed: truth.len(),
             lexical_added: lex_missing.len(),
             lexical_removed: lex_extra.len(),

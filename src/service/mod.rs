@@ -24,6 +24,7 @@
 
 pub mod access;
 mod builder;
+pub mod clean_shutdown;
 pub mod cluster;
 mod context;
 mod document;

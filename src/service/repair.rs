@@ -95,6 +95,11 @@ pub fn note_index_failure() {
 #[derive(Default)]
 pub struct RepairStatus {
     running: AtomicBool,
+    /// A loop was started in this process (so `applied` means something).
+    started: AtomicBool,
+    /// Where the next loop starts instead of the feed head: the position a
+    /// clean shutdown recorded (`clean_shutdown.rs`), plus one; 0 for none.
+    start_from: AtomicI64,
     /// Feed position applied up to.
     applied: AtomicI64,
     /// Feed head at the last run.
@@ -166,6 +171,21 @@ impl RepairStatus {
             lexical_repaired: self.lexical_repaired.load(Ordering::Relaxed),
             vector_repaired: self.vector_repaired.load(Ordering::Relaxed),
         }
+    }
+
+    /// The next loop starts at `position` (a clean shutdown's) instead of
+    /// the feed head, applying every change after it.
+    pub(crate) fn start_from(&self, position: i64) {
+        self.start_from
+            .store(position.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// The feed position up to which a loop of this process has checked the
+    /// indexes against the store; `None` when no loop ran.
+    pub(crate) fn consistent_up_to(&self) -> Option<i64> {
+        self.started
+            .load(Ordering::Relaxed)
+            .then(|| self.applied.load(Ordering::Relaxed))
     }
 
     fn saw_head(&self, head: i64) {
@@ -246,15 +266,21 @@ pub struct Repairer {
 
 impl Repairer {
     /// Starts at the store's current feed head (what came before is the
-    /// start-up reconcile's).
+    /// start-up reconcile's), or at the position a clean shutdown recorded
+    /// when the start skipped the reconcile ([`RepairStatus::start_from`]).
     pub async fn new(engine: Engine) -> Result<Self> {
         let head = engine.store().change_feed_head().await?;
         let status = engine.repair_status();
-        status.applied_up_to(head);
+        let start = match status.start_from.swap(0, Ordering::Relaxed) - 1 {
+            p if (0..=head).contains(&p) => p,
+            _ => head,
+        };
+        status.applied_up_to(start);
         status.saw_head(head);
+        status.started.store(true, Ordering::Relaxed);
         Ok(Repairer {
             engine,
-            cursor: head,
+            cursor: start,
             settled: head,
         })
     }

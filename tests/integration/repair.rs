@@ -388,3 +388,92 @@ async fn repairs_by_id_and_version_on_postgres() {
     let (engine, fail) = flaky(&base);
     repairs_by_id_and_version(engine, fail).await;
 }
+
+/// After a clean stop, the next trusted start skips the full reconcile and
+/// the repair loop applies what changed since (here a memory whose index
+/// updates were lost while the node was down); without the record the start
+/// reconciles fully.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_replaces_the_start_up_reconcile() {
+    use mnemo::node::{Node, NodeParts};
+    use mnemo::service::clean_shutdown::FILE;
+
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join(FILE);
+    let mut policy = mnemo::policy::Policy::default();
+    policy.indexing.repair_interval_secs = 1;
+    let open = |trust: bool| {
+        Engine::builder(dir.path())
+            .policy(policy.clone())
+            .embedder(Arc::new(mnemo::embed::hashing::HashingEmbedder::new(64)))
+            .trust_clean_shutdown(trust)
+            .build()
+    };
+    let parts = || NodeParts {
+        follower: None,
+        agent: None,
+        clean_shutdown_dir: Some(dir.path().to_path_buf()),
+    };
+    let actor = Actor::local("test");
+
+    // First start: nothing recorded, the full reconcile runs.
+    let opened = open(true).await.unwrap();
+    assert!(!opened.reconciled.from_clean_shutdown);
+    let node = Node::start(opened.engine.clone(), parts()).await.unwrap();
+    opened
+        .engine
+        .add(&actor, vec![long_term("cy", "alpha wombat")], true)
+        .await
+        .unwrap();
+    node.stop().await.unwrap();
+    drop(opened);
+    assert!(
+        marker.exists(),
+        "a clean stop records where the indexes agree"
+    );
+
+    // Down time: a command (no repair loop, an untrusted open) writes a
+    // memory whose index updates fail. The store and the feed have it.
+    let lost = {
+        let base = open(false).await.unwrap().engine;
+        let (engine, fail) = flaky(&base);
+        fail.store(true, Ordering::SeqCst);
+        let added = engine
+            .add(&actor, vec![long_term("cy", "gamma quoll")], true)
+            .await
+            .unwrap();
+        base.shutdown().await.unwrap();
+        added[0].id
+    };
+    assert!(marker.exists(), "an untrusted open leaves the record alone");
+
+    // Trusted start: the record is used up, no reconcile ran (the lost
+    // memory is not indexed yet), and the repair loop indexes it.
+    let opened = open(true).await.unwrap();
+    assert!(opened.reconciled.from_clean_shutdown);
+    assert!(!marker.exists(), "a record is used once");
+    let engine = opened.engine.clone();
+    assert!(finds(&engine, "cy", "gamma quoll", Legs::Lexical)
+        .await
+        .is_empty());
+    let node = Node::start(engine.clone(), parts()).await.unwrap();
+    until(
+        "the repair loop indexes the memory written while down",
+        || async {
+            finds(&engine, "cy", "gamma quoll", Legs::Lexical).await == vec![lost]
+                && finds(&engine, "cy", "gamma quoll", Legs::Vector)
+                    .await
+                    .contains(&lost)
+        },
+    )
+    .await;
+    node.stop().await.unwrap();
+    drop((opened, engine));
+
+    // No record (a crash, or removed by hand): the start reconciles fully.
+    std::fs::remove_file(&marker).unwrap();
+    let opened = open(true).await.unwrap();
+    assert!(!opened.reconciled.from_clean_shutdown);
+    assert_eq!(opened.reconciled.store_indexed, 2);
+    opened.engine.shutdown().await.unwrap();
+}
