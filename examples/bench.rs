@@ -32,6 +32,10 @@ use mnemo::Engine;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/args.rs"]
+mod args;
+use args::number;
+
 const SUBJECTS: &[&str] = &[
     "the user",
     "my sister",
@@ -101,15 +105,6 @@ fn sentence(rng: &mut StdRng, serial: usize) -> String {
     )
 }
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn text_arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     let i = args.iter().position(|a| a == name)?;
@@ -126,13 +121,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let memories = arg("--memories", 10_000);
-    let reference = arg("--reference", 50_000);
-    let queries = arg("--queries", 300);
+    let memories = number("--memories", 10_000);
+    let reference = number("--reference", 50_000);
+    let queries = number("--queries", 300);
     let assets = std::env::var_os("MNEMO_ASSETS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
-    let embedder: Arc<dyn mnemo::embed::Embedder> = match arg("--hashing", 0) {
+    let embedder: Arc<dyn mnemo::embed::Embedder> = match number("--hashing", 0) {
         0 => OnnxEmbedder::for_policy(&assets, &Policy::default())?,
         dim => Arc::new(mnemo::embed::hashing::HashingEmbedder::new(dim)),
     };
@@ -141,7 +136,7 @@ async fn main() -> anyhow::Result<()> {
         Some(url) => {
             let mut config = mnemo::vector::QdrantServerConfig::new(url);
             config.collection = format!("mnemo_bench_{}", uuid::Uuid::new_v4().simple());
-            let layout = |name| Some(arg(name, 0) as u32).filter(|n| *n > 0);
+            let layout = |name| Some(number(name, 0) as u32).filter(|n| *n > 0);
             config.layout.shard_number = layout("--qdrant-shards");
             config.layout.replication_factor = layout("--qdrant-replication-factor");
             mnemo::vector::VectorBackend::Server(config)

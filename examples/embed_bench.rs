@@ -24,6 +24,10 @@ use mnemo::embed::bert::{checkpoint, Int8, Precision};
 use mnemo::embed::onnx::{EmbedderOptions, OnnxEmbedder};
 use mnemo::embed::{e5, Embedder};
 
+#[path = "common/args.rs"]
+mod args;
+use args::number;
+
 /// 18 tokens with MiniLM's tokenizer, `[CLS]` and `[SEP]` included.
 const QUERY: &str =
     "what did my sister say about the budget meeting next tuesday in lisbon with her team";
@@ -134,22 +138,10 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name} takes a number"))
-        })
-        .unwrap_or(default)
-}
-
 fn main() {
-    let rounds = arg("--rounds", 3);
-    let queries = arg("--queries", 200);
-    let batches = arg("--batches", 4);
+    let rounds = number("--rounds", 3);
+    let queries = number("--queries", 200);
+    let batches = number("--batches", 4);
     let paths = AssetPaths::from_env();
     assets::verify(paths.root()).expect("model assets (run `mnemo setup`)");
 

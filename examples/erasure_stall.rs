@@ -26,15 +26,12 @@ use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::store::MemoryStore;
 use mnemo::Engine;
 
+#[path = "common/args.rs"]
+mod args;
+use args::value;
+
 #[path = "common/seed.rs"]
 mod seed;
-
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -61,11 +58,11 @@ async fn main() -> anyhow::Result<()> {
             "mnemo::service::erasure=info",
         ))
         .init();
-    let n: usize = arg("--memories").map_or(20_000, |v| v.parse().unwrap());
-    let others: usize = arg("--others").map_or(0, |v| v.parse().unwrap());
+    let n: usize = value("--memories").map_or(20_000, |v| v.parse().unwrap());
+    let others: usize = value("--others").map_or(0, |v| v.parse().unwrap());
     let dir = tempfile::tempdir()?;
     let mut schema = None;
-    let store: Arc<dyn MemoryStore> = match arg("--database-url") {
+    let store: Arc<dyn MemoryStore> = match value("--database-url") {
         Some(url) => {
             let name = format!("erasure_stall_{}", std::process::id());
             let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await?;

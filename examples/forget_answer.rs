@@ -39,17 +39,12 @@ use mnemo::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "common/args.rs"]
+mod args;
+use args::number;
+
 #[path = "common/seed.rs"]
 mod seed;
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Sends one request; returns (status, body) once the response is complete
 /// (the server closes the connection: `Connection: close`).
@@ -94,8 +89,8 @@ async fn until_erased(addr: &str, user: &str, since: Instant) -> anyhow::Result<
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let memories = arg("--memories", 10_000);
-    let others = arg("--others", 20_000);
+    let memories = number("--memories", 10_000);
+    let others = number("--others", 20_000);
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn MemoryStore> =
         Arc::new(mnemo::store::sqlite::SqliteStore::open(&dir.path().join("mnemo.db")).await?);

@@ -19,14 +19,9 @@ use mnemo::domain::{NewMemory, Tier};
 use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::Engine;
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "common/args.rs"]
+mod args;
+use args::number;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -35,9 +30,9 @@ async fn main() -> anyhow::Result<()> {
             "mnemo::service::erasure=info",
         ))
         .init();
-    let memories = arg("--memories", 10_000);
-    let others = arg("--others", 10_000);
-    let reference = arg("--reference", 40_000);
+    let memories = number("--memories", 10_000);
+    let others = number("--others", 10_000);
+    let reference = number("--reference", 40_000);
     let dir = tempfile::tempdir()?;
     // `--from DIR` starts from a copy of a data directory an earlier run left
     // with `--save DIR` (set-up is most of the run's time).

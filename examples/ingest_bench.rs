@@ -39,13 +39,9 @@ use mnemo::embed::onnx::{default_pool_size, EmbedderOptions, OnnxEmbedder};
 use mnemo::embed::Embedder;
 use mnemo::service::{Engine, SearchRequest};
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
+#[path = "common/args.rs"]
+mod args;
+use args::value;
 
 fn cpu_secs() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -219,9 +215,11 @@ fn latency_line(label: &str, lat: &[(f64, f64)]) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let corpus = arg("--corpus").unwrap_or("/work/shared/evaldata/locomo/corpus.jsonl".into());
-    let n: usize = arg("--texts").and_then(|v| v.parse().ok()).unwrap_or(3000);
-    let model = arg("--model")
+    let corpus = value("--corpus").unwrap_or("/work/shared/evaldata/locomo/corpus.jsonl".into());
+    let n: usize = value("--texts")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let model = value("--model")
         .map(|m| assets::model_by_name(&m).expect("a model name of `mnemo setup`"))
         .unwrap_or(assets::default_model());
     let assets_dir = std::env::var_os("MNEMO_ASSETS_DIR")

@@ -20,6 +20,10 @@ use mnemo::embed::onnx::OnnxEmbedder;
 use mnemo::policy::Policy;
 use mnemo::Engine;
 
+#[path = "common/args.rs"]
+mod args;
+use args::number;
+
 const TOPICS: &[&str] = &[
     "green tea",
     "the Lisbon flight",
@@ -50,15 +54,6 @@ const FRAMES: &[&str] = &[
     "The user wants reminders about {t} every Friday (note {n}).",
 ];
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn at(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -66,9 +61,9 @@ fn at(sorted: &[f64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let (n, queries, history) = (
-        arg("--memories", 3000),
-        arg("--queries", 200),
-        arg("--history", 12),
+        number("--memories", 3000),
+        number("--queries", 200),
+        number("--history", 12),
     );
     let assets = std::env::var_os("MNEMO_ASSETS_DIR")
         .map(std::path::PathBuf::from)

@@ -21,13 +21,9 @@ use mnemo::embed::onnx::OnnxEmbedder;
 use mnemo::service::{SearchRequest, SearchResult};
 use mnemo::Engine;
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
+#[path = "common/args.rs"]
+mod args;
+use args::value;
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
@@ -82,13 +78,15 @@ impl Stages {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let corpus = arg("--corpus").unwrap_or("/work/shared/evaldata/locomo/corpus.jsonl".into());
+    let corpus = value("--corpus").unwrap_or("/work/shared/evaldata/locomo/corpus.jsonl".into());
     let queries_file =
-        arg("--queries-file").unwrap_or("/work/shared/evaldata/locomo/queries.jsonl".into());
-    let n: usize = arg("--memories")
+        value("--queries-file").unwrap_or("/work/shared/evaldata/locomo/queries.jsonl".into());
+    let n: usize = value("--memories")
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let q: usize = arg("--queries").and_then(|v| v.parse().ok()).unwrap_or(200);
+    let q: usize = value("--queries")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     let assets = std::env::var_os("MNEMO_ASSETS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
