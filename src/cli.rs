@@ -447,9 +447,29 @@ pub fn read_corpus(
     path: &Path,
     on_error: OnError,
 ) -> anyhow::Result<(Vec<NewMemory>, Vec<String>)> {
+    let mut out = Vec::new();
+    let problems = scan_corpus(path, on_error, |m| out.push(m))?;
+    Ok((out, problems))
+}
+
+/// One corpus line as a memory, or what is wrong with it.
+fn corpus_line(bytes: &[u8]) -> Result<NewMemory, String> {
+    std::str::from_utf8(bytes)
+        .map_err(|e| format!("invalid UTF-8: {e}"))
+        .and_then(|s| serde_json::from_str::<CorpusLine>(s).map_err(|e| e.to_string()))
+        .and_then(|c| c.into_new_memory().map_err(|e| e.to_string()))
+}
+
+/// Reads a corpus file line by line, giving every valid memory to `each`
+/// and returning the problems (with `OnError::Stop`, the first one is an
+/// error). Holds one line at a time.
+pub fn scan_corpus(
+    path: &Path,
+    on_error: OnError,
+    mut each: impl FnMut(NewMemory),
+) -> anyhow::Result<Vec<String>> {
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut out = Vec::new();
     let mut problems = Vec::new();
     for (i, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
         let n = i + 1;
@@ -457,12 +477,8 @@ pub fn read_corpus(
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed = std::str::from_utf8(&bytes)
-            .map_err(|e| format!("invalid UTF-8: {e}"))
-            .and_then(|s| serde_json::from_str::<CorpusLine>(s).map_err(|e| e.to_string()))
-            .and_then(|c| c.into_new_memory().map_err(|e| e.to_string()));
-        match parsed {
-            Ok(m) => out.push(m),
+        match corpus_line(&bytes) {
+            Ok(m) => each(m),
             Err(e) => {
                 let msg = format!("{}:{n}: {e}", path.display());
                 if on_error == OnError::Stop {
@@ -474,7 +490,37 @@ pub fn read_corpus(
             }
         }
     }
-    Ok((out, problems))
+    Ok(problems)
+}
+
+/// The valid memories of a corpus file that [`scan_corpus`] has checked,
+/// read again as they are written: `mnemo ingest` holds the batches in
+/// flight, not the file (a million memories took 9 GB read whole). Lines
+/// that fail to parse were reported by the check and are passed over; an
+/// I/O error ends the stream early and is kept for the caller.
+struct CorpusStream {
+    lines: std::io::Split<std::io::BufReader<std::fs::File>>,
+    error: std::sync::Arc<parking_lot::Mutex<Option<std::io::Error>>>,
+}
+
+impl Iterator for CorpusStream {
+    type Item = NewMemory;
+
+    fn next(&mut self) -> Option<NewMemory> {
+        for line in self.lines.by_ref() {
+            let bytes = match line {
+                Ok(b) => b,
+                Err(e) => {
+                    *self.error.lock() = Some(e);
+                    return None;
+                }
+            };
+            if let Ok(m) = corpus_line(&bytes) {
+                return Some(m);
+            }
+        }
+        None
+    }
 }
 
 pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
@@ -489,19 +535,35 @@ pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
 }
 
 async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
-    let (memories, problems) = read_corpus(&a.file, a.on_error)?;
+    // Two passes: the whole file is checked before anything is written (so
+    // `--on-error stop` writes nothing), then streamed into the engine.
+    let mut count = 0u64;
+    let problems = scan_corpus(&a.file, a.on_error, |_| count += 1)?;
     for p in &problems {
         eprintln!("skipped {p}");
     }
     let engine = open_engine(g).await?;
     let started = std::time::Instant::now();
-    let pb = progress_bar(memories.len() as u64, "ingest");
+    let pb = progress_bar(count, "ingest");
     let actor = Actor::local("cli");
+    let file = std::fs::File::open(&a.file)
+        .with_context(|| format!("cannot open {}", a.file.display()))?;
+    let error = std::sync::Arc::new(parking_lot::Mutex::new(None));
+    let stream = CorpusStream {
+        lines: std::io::BufReader::new(file).split(b'\n'),
+        error: error.clone(),
+    };
     // Embedding of the next batch overlaps with writing this one.
     let total =
-        crate::service::ingest::add_bulk(&engine, &actor, memories, a.batch, |n| pb.inc(n as u64))
+        crate::service::ingest::add_bulk(&engine, &actor, stream, a.batch, |n| pb.inc(n as u64))
             .await?;
     engine.commit().await?;
+    if let Some(e) = error.lock().take() {
+        bail!(
+            "reading {} failed after {total} memories were written: {e}",
+            a.file.display()
+        );
+    }
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     println!(

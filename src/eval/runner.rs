@@ -266,7 +266,7 @@ async fn ingest(
     let batch = INGEST_BATCH.min(config.policy.limits.max_batch).max(1);
     progress.start(&format!("{}: ingest", set.name), set.docs.len() as u64);
     let started = Instant::now();
-    let items = set.docs.iter().map(|d| d.memory.clone()).collect();
+    let items: Vec<_> = set.docs.iter().map(|d| d.memory.clone()).collect();
     crate::service::ingest::add_bulk(engine, &actor, items, batch, |n| progress.advance(n as u64))
         .await?;
     engine.commit().await?;

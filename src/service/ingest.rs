@@ -47,10 +47,13 @@ where
 /// gets the number of items written after each batch. Returns how many
 /// were added. Stops at the first failing batch (earlier batches stay
 /// written, as with consecutive `add` calls).
+/// `items` is consumed a batch at a time, so a streaming iterator (`mnemo
+/// ingest` reads its file as it goes) keeps memory bounded by the batches
+/// in flight, not by the corpus.
 pub async fn add_bulk(
     engine: &Engine,
     actor: &Actor,
-    items: Vec<NewMemory>,
+    items: impl IntoIterator<Item = NewMemory, IntoIter: Send>,
     batch: usize,
     mut progress: impl FnMut(usize),
 ) -> Result<usize> {

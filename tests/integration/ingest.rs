@@ -196,3 +196,92 @@ async fn concurrent_searches_count_every_access() {
     assert_eq!(m.access_count, 20, "not counted twice");
     assert!(m.last_accessed_at.is_some());
 }
+
+fn mnemo_ingest(
+    data: &std::path::Path,
+    corpus: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--data-dir")
+        .arg(data)
+        .arg("ingest")
+        .arg(corpus)
+        .args(extra)
+        .env("MNEMO_ASSETS_DIR", crate::real_embedder::ensure_assets())
+        .env_remove("MNEMO_DATABASE_URL")
+        .output()
+        .expect("mnemo runs")
+}
+
+/// `mnemo ingest` checks the whole file before it writes anything, then
+/// streams it in batches (so a million-line file is not held in memory):
+/// a bad line stops it with nothing written, or is skipped and named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mnemo_ingest_checks_the_whole_file_then_streams_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.jsonl");
+    let mut lines: Vec<String> = (0..7)
+        .map(|i| {
+            serde_json::json!({"id": format!("d{i}"), "text": format!("ingested fact number {i} about kayaks"), "user_id": "ann"})
+                .to_string()
+        })
+        .collect();
+    lines.insert(4, "{\"id\": \"broken\", \"text\": ".to_string());
+    std::fs::write(&corpus, lines.join("\n") + "\n").unwrap();
+    let data = dir.path().join("data");
+
+    let out = mnemo_ingest(&data, &corpus, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("corpus.jsonl:5:") && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(
+        !data.join("mnemo.db").exists(),
+        "a refused file writes nothing"
+    );
+
+    let out = mnemo_ingest(&data, &corpus, &["--on-error", "skip", "--batch", "2"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("ingested 7 memories"), "{stdout}");
+    assert!(
+        stderr.contains("skipped") && stderr.contains("corpus.jsonl:5:"),
+        "{stderr}"
+    );
+
+    let embedder = mnemo::embed::onnx::OnnxEmbedder::for_policy(
+        &crate::real_embedder::ensure_assets(),
+        &mnemo::policy::Policy::default(),
+    )
+    .unwrap();
+    let engine = Engine::builder(&data)
+        .embedder(embedder)
+        .build()
+        .await
+        .unwrap()
+        .engine;
+    let hits = engine
+        .search(SearchRequest {
+            top_k: Some(20),
+            ..SearchRequest::new(Scope::user("ann"), "kayaks")
+        })
+        .await
+        .unwrap()
+        .hits;
+    let mut texts: Vec<String> = hits.into_iter().map(|h| h.memory.text).collect();
+    texts.sort();
+    let want: Vec<String> = (0..7)
+        .map(|i| format!("ingested fact number {i} about kayaks"))
+        .collect();
+    assert_eq!(
+        texts, want,
+        "every valid line, once, in the store and the indexes"
+    );
+    engine.shutdown().await.unwrap();
+}
