@@ -115,6 +115,21 @@ pub struct IndexFilter {
 }
 
 impl IndexFilter {
+    /// The filter as one filter per clause, each with the same statuses and
+    /// kinds: their union is this filter. A vector index searches each on its
+    /// own and merges by score ([`crate::vector::merge_nearest`]), so that a
+    /// clause costs what its own points cost: a user's few memories are
+    /// scored exactly from the owner index while the tenant's reference
+    /// chunks go through the graph, instead of one graph walk under an OR
+    /// whose cardinality is the reference tier's.
+    pub fn per_clause(&self) -> impl Iterator<Item = IndexFilter> + '_ {
+        self.clauses.iter().map(|c| IndexFilter {
+            clauses: vec![c.clone()],
+            statuses: self.statuses.clone(),
+            kinds: self.kinds.clone(),
+        })
+    }
+
     /// Whether an indexed entry passes the filter; the reference semantics that
     /// each backend's translation must agree with (tested in the contracts).
     pub fn matches(

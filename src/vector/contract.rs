@@ -286,10 +286,17 @@ pub(crate) fn filters_isolate_owners_tiers_threads_statuses_and_kinds(
             want,
             "{scope:?}"
         );
-        // A small limit returns the best of exactly that set.
+        // A small limit returns the best of exactly that set, across its
+        // clauses (a scope's tiers are searched clause by clause and merged).
+        let mut best: Vec<(f32, Uuid)> = points
+            .iter()
+            .filter(|p| want.contains(&p.id))
+            .map(|p| (cosine(&q, &p.vector), p.id))
+            .collect();
+        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let best: Vec<Uuid> = best.into_iter().take(3).map(|(_, id)| id).collect();
         let top = idx.search(&q, &f, 3).unwrap();
-        assert_eq!(top.len(), want.len().min(3));
-        assert!(top.iter().all(|h| want.contains(&h.0)));
+        assert_eq!(ids(&top), best, "{scope:?}");
         assert!(got.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
     }
     // Bob's points are never candidates for Alice, whatever the limit.

@@ -61,8 +61,8 @@ use uuid::Uuid;
 pub use self::rebuild::RebuildStats;
 use self::rebuild::{dir_bytes, Payloads};
 use super::{
-    check_points_dim, check_query_dim, keyword_filter, payload_json, PayloadKey, VectorIndex,
-    VectorPoint, F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
+    check_points_dim, check_query_dim, keyword_filter, merge_nearest, payload_json, PayloadKey,
+    VectorIndex, VectorPoint, F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
 };
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
@@ -148,20 +148,29 @@ fn owner_filter(owner: &Owner) -> Filter {
 /// can match nothing.
 fn translate_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<Filter> {
     let kf = keyword_filter(filter, key)?;
-    let clauses = kf
-        .clauses
-        .iter()
-        .map(|c| {
-            Condition::Filter(Filter {
-                must: Some(c.iter().map(|(f, v)| keyword(f, v)).collect()),
-                ..Filter::default()
-            })
-        })
-        .collect();
-    let mut must = vec![Condition::Filter(Filter {
-        should: Some(clauses),
-        ..Filter::default()
-    })];
+    let all = |c: &Vec<(&str, String)>| -> Vec<Condition> {
+        c.iter().map(|(f, v)| keyword(f, v)).collect()
+    };
+    let mut must: Vec<Condition> = match kf.clauses.as_slice() {
+        // One clause (what a search sends, see `IndexFilter::per_clause`):
+        // its keys go straight into `must`, where the planner's cardinality
+        // estimate is the owner index's exact count.
+        [only] => all(only),
+        several => vec![Condition::Filter(Filter {
+            should: Some(
+                several
+                    .iter()
+                    .map(|c| {
+                        Condition::Filter(Filter {
+                            must: Some(all(c)),
+                            ..Filter::default()
+                        })
+                    })
+                    .collect(),
+            ),
+            ..Filter::default()
+        })],
+    };
     must.extend(kf.any_of.into_iter().map(|(f, v)| keyword_any(f, v)));
     Some(Filter {
         must: Some(must),
@@ -313,6 +322,37 @@ impl EdgeVectorIndex {
                 self.dir.display()
             ))),
         }
+    }
+
+    /// The `limit` nearest points passing one clause's filter.
+    fn nearest(&self, vector: &[f32], filter: Filter, limit: usize) -> Result<Vec<(Uuid, f32)>> {
+        let request = QueryRequest {
+            prefetches: Vec::new(),
+            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(
+                NamedQuery::default_dense(vector.to_vec()),
+            ))),
+            filter: Some(filter),
+            score_threshold: None,
+            limit,
+            offset: 0,
+            // ACORN keeps recall up when HNSW is used under a selective
+            // filter (a status or kind filter inside one owner's points); it
+            // only engages below the default 40 % estimated selectivity.
+            params: Some(SearchParams {
+                acorn: Some(AcornSearchParams {
+                    enable: true,
+                    max_selectivity: None,
+                }),
+                ..SearchParams::default()
+            }),
+            with_vector: WithVector::Bool(false),
+            with_payload: WithPayloadInterface::Bool(false),
+        };
+        let hits =
+            self.with_shard(|shard| shard.query(request).map_err(|e| engine("searching", e)))?;
+        hits.into_iter()
+            .map(|p| Ok((point_uuid(p.id)?, p.score)))
+            .collect()
     }
 
     fn update(shard: &EdgeShard, op: UpdateOperation, what: &str) -> Result<()> {
@@ -507,39 +547,17 @@ impl VectorIndex for EdgeVectorIndex {
         limit: usize,
     ) -> Result<Vec<(Uuid, f32)>> {
         check_query_dim(vector, self.dim)?;
-        let Some(filter) = translate_filter(filter, &self.key) else {
-            return Ok(Vec::new());
-        };
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let request = QueryRequest {
-            prefetches: Vec::new(),
-            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(
-                NamedQuery::default_dense(vector.to_vec()),
-            ))),
-            filter: Some(filter),
-            score_threshold: None,
-            limit,
-            offset: 0,
-            // ACORN keeps recall up when HNSW is used under a selective
-            // filter (a status or kind filter inside one owner's points); it
-            // only engages below the default 40 % estimated selectivity.
-            params: Some(SearchParams {
-                acorn: Some(AcornSearchParams {
-                    enable: true,
-                    max_selectivity: None,
-                }),
-                ..SearchParams::default()
-            }),
-            with_vector: WithVector::Bool(false),
-            with_payload: WithPayloadInterface::Bool(false),
-        };
-        let hits =
-            self.with_shard(|shard| shard.query(request).map_err(|e| engine("searching", e)))?;
-        hits.into_iter()
-            .map(|p| Ok((point_uuid(p.id)?, p.score)))
-            .collect()
+        // One query per scope clause (see `IndexFilter::per_clause`): each
+        // is planned on its own cardinality.
+        let lists = filter
+            .per_clause()
+            .filter_map(|clause| translate_filter(&clause, &self.key))
+            .map(|f| self.nearest(vector, f, limit))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(merge_nearest(lists, limit))
     }
 
     fn entries(&self) -> Result<Vec<(Uuid, i64)>> {

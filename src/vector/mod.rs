@@ -121,6 +121,26 @@ pub fn connect_server(config: &QdrantServerConfig, dim: usize) -> Result<Arc<dyn
     Ok(Arc::new(QdrantServerIndex::connect(config, dim)?))
 }
 
+/// The best `limit` of several hit lists (one per scope clause, see
+/// [`IndexFilter::per_clause`]), best first, each id once: the top of a
+/// union is the top of its parts' tops, as the scores of one index compare
+/// across its filters. Ties keep the earlier list's hit first.
+pub(crate) fn merge_nearest(lists: Vec<Vec<(Uuid, f32)>>, limit: usize) -> Vec<(Uuid, f32)> {
+    let mut lists = lists.into_iter();
+    let Some(mut all) = lists.next() else {
+        return Vec::new();
+    };
+    for more in lists {
+        all.extend(more);
+    }
+    // Stable: equal scores keep their order, the first list's first.
+    all.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut seen = std::collections::HashSet::with_capacity(all.len());
+    all.retain(|(id, _)| seen.insert(*id));
+    all.truncate(limit);
+    all
+}
+
 /// Refuses a query vector of the wrong dimension (never truncated).
 pub(crate) fn check_query_dim(vector: &[f32], dim: usize) -> Result<()> {
     if vector.len() != dim {
@@ -221,4 +241,29 @@ pub(crate) fn keyword_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<K
         ));
     }
     Some(KeywordFilter { clauses, any_of })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    #[test]
+    fn merging_keeps_the_best_of_every_list_once() {
+        let mine = vec![(id(1), 0.9), (id(2), 0.4)];
+        let shared = vec![(id(3), 0.8), (id(1), 0.9), (id(4), 0.5)];
+        let merged = merge_nearest(vec![mine, shared], 3);
+        assert_eq!(merged, vec![(id(1), 0.9), (id(3), 0.8), (id(4), 0.5)]);
+    }
+
+    #[test]
+    fn merging_nothing_or_one_list() {
+        assert!(merge_nearest(vec![], 5).is_empty());
+        let one = vec![(id(1), 0.3), (id(2), 0.2)];
+        assert_eq!(merge_nearest(vec![one.clone()], 5), one);
+        assert_eq!(merge_nearest(vec![one], 1), vec![(id(1), 0.3)]);
+    }
 }

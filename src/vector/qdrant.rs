@@ -54,16 +54,16 @@ use qdrant_client::qdrant::{
     AcornSearchParamsBuilder, Condition, CountPointsBuilder, CreateCollectionBuilder,
     CreateFieldIndexCollectionBuilder, DeleteCollectionBuilder, DeletePointsBuilder, Distance,
     FieldType, Filter, GetCollectionInfoRequest, HnswConfigDiffBuilder, KeywordIndexParamsBuilder,
-    PayloadIncludeSelector, PointId, PointStruct, PointsIdsList, Query, QueryPointsBuilder,
-    ReadConsistencyType, ScrollPointsBuilder, SearchParamsBuilder, UpsertPointsBuilder,
-    VectorParamsBuilder, WriteOrdering, WriteOrderingType,
+    PayloadIncludeSelector, PointId, PointStruct, PointsIdsList, Query, QueryBatchPointsBuilder,
+    QueryPointsBuilder, ReadConsistencyType, ScrollPointsBuilder, SearchParamsBuilder,
+    UpsertPointsBuilder, VectorParamsBuilder, WriteOrdering, WriteOrderingType,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use uuid::Uuid;
 
 use super::{
-    check_points_dim, check_query_dim, keyword_filter, payload_json, PayloadKey, VectorIndex,
-    VectorPoint, F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
+    check_points_dim, check_query_dim, keyword_filter, merge_nearest, payload_json, PayloadKey,
+    VectorIndex, VectorPoint, F_KIND, F_OWNER, F_STATUS, F_THREAD, F_TIER, F_VERSION,
 };
 use crate::domain::scope::IndexFilter;
 use crate::domain::Owner;
@@ -183,7 +183,13 @@ fn translate_filter(filter: &IndexFilter, key: &PayloadKey) -> Option<Filter> {
         .clauses
         .iter()
         .map(|c| Condition::from(Filter::must(c.iter().map(|(f, v)| keyword(f, v)))));
-    let mut must = vec![Condition::from(Filter::should(clauses))];
+    let mut must: Vec<Condition> = match kf.clauses.as_slice() {
+        // One clause (what a search sends, see `IndexFilter::per_clause`):
+        // its keys go straight into `must`, where the planner's cardinality
+        // estimate is the owner index's exact count.
+        [only] => only.iter().map(|(f, v)| keyword(f, v)).collect(),
+        _ => vec![Condition::from(Filter::should(clauses))],
+    };
     must.extend(kf.any_of.into_iter().map(|(f, v)| keyword_any(f, v)));
     Some(Filter::must(must))
 }
@@ -557,26 +563,47 @@ impl VectorIndex for QdrantServerIndex {
         limit: usize,
     ) -> Result<Vec<(Uuid, f32)>> {
         check_query_dim(vector, self.dim)?;
-        let Some(filter) = translate_filter(filter, &self.key) else {
-            return Ok(Vec::new());
-        };
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let request = QueryPointsBuilder::new(&self.collection)
-            .query(Query::new_nearest(vector.to_vec()))
-            .filter(filter)
-            .limit(limit as u64)
-            .params(SearchParamsBuilder::default().acorn(AcornSearchParamsBuilder::new(true)))
-            .with_payload(false)
-            .with_vectors(false)
-            .build();
-        let response = self.run("searching", move |c| async move { c.query(request).await })?;
-        response
+        // One query per scope clause, planned on its own cardinality as in
+        // the embedded index, sent as one batch (one round trip).
+        let queries: Vec<_> = filter
+            .per_clause()
+            .filter_map(|clause| translate_filter(&clause, &self.key))
+            .map(|f| {
+                QueryPointsBuilder::new(&self.collection)
+                    .query(Query::new_nearest(vector.to_vec()))
+                    .filter(f)
+                    .limit(limit as u64)
+                    .params(
+                        SearchParamsBuilder::default().acorn(AcornSearchParamsBuilder::new(true)),
+                    )
+                    .with_payload(false)
+                    .with_vectors(false)
+                    .build()
+            })
+            .collect();
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = QueryBatchPointsBuilder::new(&self.collection, queries).build();
+        let response = self.run(
+            "searching",
+            move |c| async move { c.query_batch(request).await },
+        )?;
+        let lists = response
             .result
             .into_iter()
-            .map(|p| Ok((point_uuid(p.id)?, p.score)))
-            .collect()
+            .map(|batch| {
+                batch
+                    .result
+                    .into_iter()
+                    .map(|p| Ok((point_uuid(p.id)?, p.score)))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(merge_nearest(lists, limit))
     }
 
     fn entries(&self) -> Result<Vec<(Uuid, i64)>> {
