@@ -30,7 +30,9 @@ export MNEMO_POLICY="$WORK/policy.toml" MNEMO_DATA_DIR="$WORK/db" MNEMO_LOG=warn
 
 now() { date +%s.%N; }
 since() { awk "BEGIN{printf \"%.1f\", $(now) - $1}"; }
-rss() { echo "$(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MiB"; }
+# VmRSS, and its anonymous part (heap) against file pages mapped in (the
+# indexes' mmapped files: page cache the kernel can reclaim).
+rss() { awk '/VmRSS/{t=$2} /RssAnon/{a=$2} /RssFile/{f=$2} END{printf "%d MiB (anon %d, file %d)", t/1024, a/1024, f/1024}' /proc/$PID/status; }
 start_server() {
   local t; t=$(now)
   "$BIN" serve --insecure-dev --listen "127.0.0.1:$PORT" &

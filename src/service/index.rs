@@ -279,8 +279,9 @@ impl Engine {
 /// The background index maintainer: every interval it makes the vector
 /// index durable (qdrant-edge persists writes only on flush, and whatever a
 /// crash loses is re-embedded by `reconcile`, so flushing bounds that work),
-/// and after `indexing.optimize_after_writes` writes it builds the HNSW
-/// graph. Never on the request path. Deletes nothing.
+/// and once `indexing.optimize_after_writes` writes were made, or as many
+/// points sit outside HNSW (after a rebuild), it builds the HNSW graph.
+/// Never on the request path. Deletes nothing.
 pub struct IndexOptimizer {
     engine: Engine,
 }
@@ -312,7 +313,15 @@ impl PeriodicTask for IndexOptimizer {
             tracing::warn!(error = %e, "vector index flush failed");
         }
         let threshold = engine.0.policy.indexing.optimize_after_writes;
-        if engine.0.writes_since_optimize.load(Ordering::Relaxed) >= threshold {
+        let due = engine.0.writes_since_optimize.load(Ordering::Relaxed) >= threshold || {
+            // Points the index holds outside HNSW, whoever wrote them: a
+            // rebuild (an erasure's purge) rewrites every point into a fresh
+            // shard, and without this a million-point index stayed a brute
+            // force scan (57 ms a search) until enough new writes came.
+            let vectors = engine.0.vectors.clone();
+            blocking(move || vectors.unindexed()).await? >= threshold.max(1)
+        };
+        if due {
             engine.optimize().await?;
         }
         Ok(())

@@ -671,8 +671,24 @@ impl VectorIndex for EdgeVectorIndex {
                 bytes_after = stats.bytes_after,
                 "vector index rebuilt to bound its WAL"
             );
+            // The fresh shard has no HNSW yet: build it now, not after the
+            // next writes.
+            self.with_shard(|shard| {
+                let _w = self.writes.read();
+                shard
+                    .optimize()
+                    .map(|_| ())
+                    .map_err(|e| engine("optimizing", e))
+            })?;
         }
         Ok(())
+    }
+
+    fn unindexed(&self) -> Result<usize> {
+        self.with_shard(|shard| {
+            let info = shard.info();
+            Ok(info.points_count.saturating_sub(info.indexed_vectors_count))
+        })
     }
 
     fn purge_unconditionally(&self) -> Result<u64> {
@@ -891,10 +907,18 @@ mod tests {
             .map(|q| idx.search(q, &f, 10).unwrap())
             .collect();
 
+        assert_eq!(idx.unindexed().unwrap(), 1500, "nothing indexed yet");
         idx.optimize().unwrap();
         let info = idx.shard.read().as_ref().unwrap().info();
         assert!(info.indexed_vectors_count > 0, "HNSW was built: {info:?}");
         assert_eq!(info.points_count, 1500);
+        assert_eq!(idx.unindexed().unwrap(), 0);
+        // A rebuild (an erasure's purge) leaves a shard without HNSW, which
+        // is what the background optimiser looks for.
+        idx.rebuild_now().unwrap();
+        assert_eq!(idx.unindexed().unwrap(), 1500);
+        idx.optimize().unwrap();
+        assert_eq!(idx.unindexed().unwrap(), 0);
 
         let want = matching(&points, &f);
         let mut overlap = 0;

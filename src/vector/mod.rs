@@ -92,6 +92,13 @@ pub trait VectorIndex: Send + Sync {
     /// Builds search structures (HNSW) and merges segments. Called by a
     /// background task, never on the request path.
     fn optimize(&self) -> Result<()>;
+    /// Points not yet in a search structure (HNSW): what `optimize` would
+    /// index. A rebuild (an erasure's purge, the WAL bound) writes every
+    /// point into a fresh shard, so the background optimiser asks this, not
+    /// only its own count of writes. 0 where the server indexes by itself.
+    fn unindexed(&self) -> Result<usize> {
+        Ok(0)
+    }
     /// Removes every point (used by `reindex`).
     fn clear(&self) -> Result<()>;
     /// Makes deleted points physically gone from the files this process
