@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::ranking::{FusionMethod, RankingParams};
 use crate::domain::validate::Limits;
-use crate::domain::{Kind, Tier};
+use crate::domain::{Kind, Memory, Tier};
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -983,14 +983,13 @@ impl Policy {
         }
     }
 
-    /// The decay half-life in days of a memory of this tier and kind;
-    /// `None` = no decay.
-    pub fn half_life_days(&self, tier: Tier, kind: Kind) -> Option<f64> {
+    /// The decay half-life of a memory in days; `None` = no decay.
+    pub fn half_life_days(&self, memory: &Memory) -> Option<f64> {
         let h = &self.decay.half_life_days;
-        let days = match tier {
+        let days = match memory.tier {
             Tier::Working => h.working,
             Tier::Reference => h.reference,
-            Tier::LongTerm => h.kinds.get(kind).unwrap_or(h.long_term),
+            Tier::LongTerm => h.kinds.get(memory.kind).unwrap_or(h.long_term),
         };
         (days > 0.0).then_some(days)
     }

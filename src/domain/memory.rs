@@ -88,47 +88,6 @@ impl Memory {
     pub fn owner(&self) -> Owner {
         Owner::of(&self.tenant_id, self.tier, self.user_id.as_deref())
     }
-
-    /// The fields scope checks and ranking read.
-    pub fn head(&self) -> MemoryHead {
-        MemoryHead {
-            id: self.id,
-            tenant_id: self.tenant_id.clone(),
-            tier: self.tier,
-            user_id: self.user_id.clone(),
-            thread_id: self.thread_id.clone(),
-            kind: self.kind,
-            importance: self.importance,
-            status: self.status,
-            created_at: self.created_at,
-            expires_at: self.expires_at,
-        }
-    }
-}
-
-/// What a search reads of a candidate before it ranks: who owns it, where
-/// and in what state it is, and what decay and importance weigh. Ranking
-/// runs on heads, and only the hits it keeps are read whole (text,
-/// metadata, source), so a search reads its ~100 candidates' small columns
-/// and its ~10 hits' rows (`Memories::get_heads`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct MemoryHead {
-    pub id: Uuid,
-    pub tenant_id: String,
-    pub tier: Tier,
-    pub user_id: Option<String>,
-    pub thread_id: Option<String>,
-    pub kind: Kind,
-    pub importance: f32,
-    pub status: Status,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: Option<DateTime<Utc>>,
-}
-
-impl MemoryHead {
-    pub fn owner(&self) -> Owner {
-        Owner::of(&self.tenant_id, self.tier, self.user_id.as_deref())
-    }
 }
 
 /// A request to store a memory, before validation.

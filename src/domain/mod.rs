@@ -19,7 +19,7 @@ pub mod validate;
 pub mod vocabulary;
 
 pub use actor::Actor;
-pub use memory::{Memory, MemoryHead, MemoryPatch, NewMemory, Source};
+pub use memory::{Memory, MemoryPatch, NewMemory, Source};
 pub use owner::{Owner, TenantId};
 pub use ranking::{FusionMethod, Hit, ScoreBreakdown};
 pub use scope::Scope;

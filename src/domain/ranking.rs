@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{Memory, MemoryHead};
+use super::Memory;
 
 /// How the two candidate lists are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -477,55 +477,12 @@ impl ScoreBreakdown {
     }
 }
 
-/// A ranked memory: whole, or its head while a search ranks (see
-/// [`MemoryHead`]).
+/// A ranked memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Hit<M = Memory> {
-    pub memory: M,
+pub struct Hit {
+    pub memory: Memory,
     pub score: f32,
     pub breakdown: ScoreBreakdown,
-}
-
-impl Hit<MemoryHead> {
-    /// The same hit over the whole memory.
-    pub fn with_memory(self, memory: Memory) -> Hit {
-        Hit {
-            memory,
-            score: self.score,
-            breakdown: self.breakdown,
-        }
-    }
-}
-
-/// What ranking reads of a candidate.
-pub trait Rankable {
-    fn id(&self) -> Uuid;
-    fn created_at(&self) -> DateTime<Utc>;
-    fn importance(&self) -> f32;
-}
-
-impl Rankable for Memory {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn created_at(&self) -> DateTime<Utc> {
-        self.created_at
-    }
-    fn importance(&self) -> f32 {
-        self.importance
-    }
-}
-
-impl Rankable for MemoryHead {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn created_at(&self) -> DateTime<Utc> {
-        self.created_at
-    }
-    fn importance(&self) -> f32 {
-        self.importance
-    }
 }
 
 impl Hit {
@@ -557,23 +514,23 @@ impl Hit {
 /// Applies decay and importance to fused candidates, drops those under the
 /// threshold and returns the best `top_k`. `half_life` gives the half-life in
 /// days for a memory (per tier and kind, from the policy).
-pub fn rank<M: Rankable>(
+pub fn rank(
     fused: Vec<Fused>,
-    mut memories: HashMap<Uuid, M>,
+    mut memories: HashMap<Uuid, Memory>,
     now: DateTime<Utc>,
     params: &RankingParams,
-    half_life: impl Fn(&M) -> Option<f64>,
+    half_life: impl Fn(&Memory) -> Option<f64>,
     top_k: usize,
-) -> Vec<Hit<M>> {
+) -> Vec<Hit> {
     let absolute = matches!(params.fusion, FusionMethod::Absolute { .. });
-    let mut hits: Vec<Hit<M>> = fused
+    let mut hits: Vec<Hit> = fused
         .into_iter()
         .filter_map(|f| {
             // Each id is fused once, so its memory moves into its hit.
             let memory = memories.remove(&f.id)?;
-            let age_days = (now - memory.created_at()).num_milliseconds() as f64 / 86_400_000.0;
+            let age_days = (now - memory.created_at).num_milliseconds() as f64 / 86_400_000.0;
             let decay = decay_factor(age_days, half_life(&memory), params.decay_floor);
-            let imp = importance_factor(memory.importance(), params.importance_weight);
+            let imp = importance_factor(memory.importance, params.importance_weight);
             let final_score = f.fused * decay * imp;
             (final_score >= params.min_score).then(|| Hit {
                 memory,
@@ -601,8 +558,8 @@ pub fn rank<M: Rankable>(
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then(b.memory.created_at().cmp(&a.memory.created_at()))
-            .then(a.memory.id().cmp(&b.memory.id()))
+            .then(b.memory.created_at.cmp(&a.memory.created_at))
+            .then(a.memory.id.cmp(&b.memory.id))
     });
     hits.truncate(top_k);
     hits

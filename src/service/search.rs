@@ -3,7 +3,6 @@
 //! against the source of truth), then ranked with decay and importance.
 //! Access is recorded by a background task.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
@@ -14,7 +13,7 @@ use super::{blocking, Engine};
 use crate::domain::ranking::{self, Candidates, Hit, RankingParams};
 use crate::domain::rerank::{self, QueryTerms};
 use crate::domain::validate::validate_text;
-use crate::domain::{MemoryHead, Scope};
+use crate::domain::Scope;
 use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -168,74 +167,41 @@ impl Engine {
         };
         let fused = ranking::fuse_scaled(&lexical, &vector, params.fusion, scales);
         let fuse_ms = ms_since(t);
-        // Hydration, in two reads around ranking: the candidates' heads
-        // (scope, status, expiry, decay and importance), then whole rows for
-        // the hits ranking keeps. A metadata filter needs the metadata, so
-        // then the candidates are read whole at once.
         let t = Instant::now();
         let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
         let now = self.0.clock.now();
-        let (mut heads, mut whole) = if req.metadata.is_empty() {
-            (self.0.store.get_heads(&ids).await?, HashMap::new())
-        } else {
-            let mut whole = self.0.store.get_many(&ids).await?;
-            whole.retain(|_, m| {
-                req.metadata
-                    .iter()
-                    .all(|(k, v)| m.metadata.get(k) == Some(v))
-            });
-            let heads = whole.values().map(|m| (m.id, m.head())).collect();
-            (heads, whole)
-        };
+        let mut memories = self.0.store.get_many(&ids).await?;
         // The store is the truth: re-check scope, status and expiry there, so
         // that index lag can never return another user's or a deleted memory.
-        let in_scope = |m: &MemoryHead| {
+        memories.retain(|_, m| {
             filter.matches(&m.owner(), m.tier, m.thread_id.as_deref(), m.status, m.kind)
                 && m.tenant_id == req.scope.tenant_id
                 && m.expires_at.is_none_or(|e| e > now)
                 && req.created_after.is_none_or(|a| m.created_at >= a)
                 && req.created_before.is_none_or(|b| m.created_at < b)
-        };
-        heads.retain(|_, m| in_scope(m));
-        let mut hydrate_ms = ms_since(t);
+                && req
+                    .metadata
+                    .iter()
+                    .all(|(k, v)| m.metadata.get(k) == Some(v))
+        });
+        let hydrate_ms = ms_since(t);
         let t = Instant::now();
         let use_decay = req.decay;
         let window = params.rerank.map_or(top_k, |r| r.depth.max(top_k));
-        let ranked = ranking::rank(
+        let hits = ranking::rank(
             fused,
-            heads,
+            memories,
             now,
             &params,
             |m| {
                 if use_decay {
-                    policy.half_life_days(m.tier, m.kind)
+                    policy.half_life_days(m)
                 } else {
                     None
                 }
             },
             window,
         );
-        let mut rank_ms = ms_since(t);
-        let t = Instant::now();
-        let unread: Vec<Uuid> = ranked
-            .iter()
-            .map(|h| h.memory.id)
-            .filter(|id| !whole.contains_key(id))
-            .collect();
-        if !unread.is_empty() {
-            whole.extend(self.0.store.get_many(&unread).await?);
-        }
-        // A row may have changed between the two reads: what left the scope
-        // since is dropped (as if the index had not found it).
-        let hits: Vec<Hit> = ranked
-            .into_iter()
-            .filter_map(|h| {
-                let m = whole.remove(&h.memory.id)?;
-                in_scope(&m.head()).then(|| h.with_memory(m))
-            })
-            .collect();
-        hydrate_ms += ms_since(t);
-        let t = Instant::now();
         let mut hits = match (&params.rerank, &terms) {
             (Some(r), Some(terms)) => {
                 rerank::rerank(hits, terms, crate::lexical::analyzer::analyze, r)
@@ -243,7 +209,7 @@ impl Engine {
             _ => hits,
         };
         hits.truncate(top_k);
-        rank_ms += ms_since(t);
+        let rank_ms = ms_since(t);
         if req.record_access && !hits.is_empty() {
             let ids = hits.iter().map(|h| h.memory.id).collect();
             // Off the request path; if the recorder is saturated, skip.

@@ -34,7 +34,7 @@ use uuid::Uuid;
 
 use crate::domain::lifecycle::SweepStep;
 use crate::domain::thread::{Message, NewMessage, Payload, Summary, Thread};
-use crate::domain::{Kind, Memory, MemoryHead, Status, Tier};
+use crate::domain::{Kind, Memory, Status, Tier};
 use crate::error::Result;
 use tables::{Table, Value};
 
@@ -264,9 +264,6 @@ pub trait Memories: Send + Sync {
     async fn get(&self, id: Uuid) -> Result<Option<Memory>>;
     /// The memories among `ids` that exist, in no particular order.
     async fn get_many(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>>;
-    /// The heads of the memories among `ids` that exist (what a search
-    /// ranks on before it reads its hits whole), in no particular order.
-    async fn get_heads(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, MemoryHead>>;
     /// Replaces memories whose stored version equals `expected_version`
     /// (each gets `version = expected + 1`), with events, in one transaction.
     /// A version mismatch fails the whole call with `Conflict`.

@@ -158,12 +158,6 @@ async fn insert_then_get_round_trips_every_field(b: Backend) {
     assert_eq!(many.len(), 2);
     assert_eq!(many[&m.id], m);
     assert!(s.get_many(&[]).await.unwrap().is_empty());
-    // Heads: the same rows' small columns, nothing for unknown ids.
-    let heads = s.get_heads(&[plain.id, Uuid::now_v7(), m.id]).await.unwrap();
-    assert_eq!(heads.len(), 2);
-    assert_eq!(heads[&m.id], m.head());
-    assert_eq!(heads[&plain.id], plain.head());
-    assert!(s.get_heads(&[]).await.unwrap().is_empty());
 }
 
 async fn a_failing_insert_writes_nothing(b: Backend) {

@@ -9,11 +9,11 @@ use sqlx::{QueryBuilder, Row as _};
 use uuid::Uuid;
 
 use super::rows::{insert_events, insert_memories, refuse_if_thread_gone, row_to_event};
-use super::rows::{row_to_head, row_to_memory, update_memories};
+use super::rows::{row_to_memory, update_memories};
 use super::D;
-use crate::domain::{Memory, MemoryHead, Status, Tier};
+use crate::domain::{Memory, Status, Tier};
 use crate::error::{Error, Result};
-use crate::store::sql::{ms, parse_uuid, Dialect, SqlStore, COLUMNS, HEAD_COLUMNS};
+use crate::store::sql::{ms, parse_uuid, Dialect, SqlStore, COLUMNS};
 use crate::store::{AuditEvent, ListQuery, Memories, StoreStats, ThreadRef};
 
 #[async_trait]
@@ -35,19 +35,21 @@ impl Memories for SqlStore<D> {
     }
 
     async fn get_many(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>> {
-        self.by_ids(COLUMNS, ids, |row| {
-            let m = row_to_memory(row)?;
-            Ok((m.id, m))
-        })
-        .await
-    }
-
-    async fn get_heads(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, MemoryHead>> {
-        self.by_ids(HEAD_COLUMNS, ids, |row| {
-            let h = row_to_head(row)?;
-            Ok((h.id, h))
-        })
-        .await
+        let mut out = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let mut qb: QueryBuilder<D> =
+                QueryBuilder::new(format!("SELECT {COLUMNS} FROM memories WHERE id IN ("));
+            let mut sep = qb.separated(", ");
+            for id in chunk {
+                sep.push_bind(id.to_string());
+            }
+            qb.push(")");
+            for row in qb.build().fetch_all(&self.pool).await? {
+                let m = row_to_memory(&row)?;
+                out.insert(m.id, m);
+            }
+        }
+        Ok(out)
     }
 
     async fn update(&self, changes: &[(Memory, i64)], events: &[AuditEvent]) -> Result<()> {
@@ -228,32 +230,5 @@ impl Memories for SqlStore<D> {
             audit_events: audit_events as u64,
             cached_embeddings: cached as u64,
         })
-    }
-}
-
-impl SqlStore<D> {
-    /// `columns` of the memories among `ids` that exist, each row through
-    /// `row` (500 ids per statement).
-    async fn by_ids<T>(
-        &self,
-        columns: &str,
-        ids: &[Uuid],
-        row: impl Fn(&super::rows::Row) -> Result<(Uuid, T)>,
-    ) -> Result<HashMap<Uuid, T>> {
-        let mut out = HashMap::with_capacity(ids.len());
-        for chunk in ids.chunks(500) {
-            let mut qb: QueryBuilder<D> =
-                QueryBuilder::new(format!("SELECT {columns} FROM memories WHERE id IN ("));
-            let mut sep = qb.separated(", ");
-            for id in chunk {
-                sep.push_bind(id.to_string());
-            }
-            qb.push(")");
-            for r in qb.build().fetch_all(&self.pool).await? {
-                let (id, value) = row(&r)?;
-                out.insert(id, value);
-            }
-        }
-        Ok(out)
     }
 }

@@ -155,10 +155,6 @@ const COLUMNS: &str =
     created_at, updated_at, last_accessed_at, access_count, expires_at, source, metadata, \
     embedding_model, version, supersedes, superseded_by";
 
-/// What [`crate::domain::MemoryHead`] holds: no text, metadata or source.
-const HEAD_COLUMNS: &str =
-    "id, tenant_id, tier, user_id, thread_id, kind, importance, status, created_at, expires_at";
-
 const THREAD_COLUMNS: &str =
     "id, tenant_id, user_id, goal, summary, summary_upto_seq, created_at, \
     updated_at, last_activity_at, last_compacted_at";

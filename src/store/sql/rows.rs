@@ -9,7 +9,7 @@ use sqlx::{Database, Row as _, Transaction};
 
 use super::D;
 use crate::domain::thread::{ExtractionState, Message, MessageRole, Thread};
-use crate::domain::{Memory, MemoryHead, Source, Tier};
+use crate::domain::{Memory, Source, Tier};
 use crate::error::{Error, Result};
 use crate::store::sql::{
     conflict_if_duplicate, erasing_conflict, from_ms, ms, parse_uuid, thread_gone, users_of,
@@ -58,24 +58,6 @@ pub(super) fn row_to_memory(row: &Row) -> Result<Memory> {
         version: row.try_get("version")?,
         supersedes: opt_uuid("supersedes")?,
         superseded_by: opt_uuid("superseded_by")?,
-    })
-}
-
-pub(super) fn row_to_head(row: &Row) -> Result<MemoryHead> {
-    let tier: String = row.try_get("tier")?;
-    let kind: String = row.try_get("kind")?;
-    let status: String = row.try_get("status")?;
-    Ok(MemoryHead {
-        id: parse_uuid(&row.try_get::<String, _>("id")?)?,
-        tenant_id: row.try_get("tenant_id")?,
-        tier: Tier::from_str(&tier).map_err(Error::internal)?,
-        user_id: row.try_get("user_id")?,
-        thread_id: row.try_get("thread_id")?,
-        kind: kind.parse().map_err(Error::internal)?,
-        importance: row.try_get::<f64, _>("importance")? as f32,
-        status: status.parse().map_err(Error::internal)?,
-        created_at: from_ms(row.try_get("created_at")?),
-        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(from_ms),
     })
 }
 
