@@ -23,20 +23,43 @@ pub const MAX_DRAIN: usize = 256;
 /// One search's returned ids and its time.
 pub type Access = (Vec<Uuid>, DateTime<Utc>);
 
+/// What the recorder's channel carries.
+pub enum Message {
+    Access(Access),
+    /// Answered once everything sent before it is written: what
+    /// `Engine::shutdown` waits for before it closes the store (otherwise
+    /// the searches of the last moments were written to a closed pool, and
+    /// lost).
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// Runs until the channel closes.
-pub async fn record(store: std::sync::Arc<dyn MemoryStore>, mut rx: mpsc::Receiver<Access>) {
+pub async fn record(store: std::sync::Arc<dyn MemoryStore>, mut rx: mpsc::Receiver<Message>) {
     while let Some(first) = rx.recv().await {
-        let mut drained = vec![first];
-        while drained.len() < MAX_DRAIN {
-            match rx.try_recv() {
-                Ok(a) => drained.push(a),
-                Err(_) => break,
+        let mut drained = Vec::new();
+        let mut flushes = Vec::new();
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            match message {
+                Message::Access(a) => drained.push(a),
+                // Nothing after a flush joins this round: its answer must
+                // not wait for later searches.
+                Message::Flush(done) => {
+                    flushes.push(done);
+                    break;
+                }
+            }
+            if drained.len() < MAX_DRAIN {
+                next = rx.try_recv().ok();
             }
         }
         for (ids, at) in merge(drained) {
             if let Err(e) = store.record_access(&ids, at).await {
                 tracing::warn!(error = %e, "recording access failed");
             }
+        }
+        for done in flushes {
+            let _ = done.send(());
         }
     }
 }

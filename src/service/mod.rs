@@ -147,7 +147,7 @@ struct Inner {
     clock: SharedClock,
     /// Bounds concurrent embedding work; beyond it callers get `Overloaded`.
     embed_permits: Arc<Semaphore>,
-    access_tx: mpsc::Sender<crate::service::access::Access>,
+    access_tx: mpsc::Sender<crate::service::access::Message>,
     writes_since_optimize: AtomicUsize,
     /// "Forget all my data" jobs running on this node (`erasure.rs`).
     erasures: Arc<erasure::ErasureJobs>,
@@ -183,7 +183,7 @@ impl Engine {
     /// Assembles an engine from its parts and starts its background tasks
     /// (access recording). Call [`Engine::reconcile`] before serving.
     pub fn new(parts: Parts) -> Self {
-        let (access_tx, access_rx) = mpsc::channel::<crate::service::access::Access>(1024);
+        let (access_tx, access_rx) = mpsc::channel::<crate::service::access::Message>(1024);
         tokio::spawn(crate::service::access::record(
             parts.store.clone(),
             access_rx,
@@ -272,6 +272,17 @@ impl Engine {
     /// Commits indexes and checkpoints the store; call at shutdown.
     pub async fn shutdown(&self) -> Result<()> {
         self.commit().await?;
+        // The access counts of the searches so far, before the pool closes.
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self
+            .0
+            .access_tx
+            .send(crate::service::access::Message::Flush(done))
+            .await
+            .is_ok()
+        {
+            let _ = flushed.await;
+        }
         self.0.store.close().await
     }
 

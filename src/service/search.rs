@@ -213,7 +213,10 @@ impl Engine {
         if req.record_access && !hits.is_empty() {
             let ids = hits.iter().map(|h| h.memory.id).collect();
             // Off the request path; if the recorder is saturated, skip.
-            let _ = self.0.access_tx.try_send((ids, now));
+            let _ = self
+                .0
+                .access_tx
+                .try_send(crate::service::access::Message::Access((ids, now)));
         }
         Ok(SearchResult {
             hits,

@@ -197,6 +197,54 @@ async fn concurrent_searches_count_every_access() {
     assert!(m.last_accessed_at.is_some());
 }
 
+/// `shutdown` writes the counts of the searches that ended just before it:
+/// the recorder is drained before the store closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_writes_the_last_searches_access_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), HashingEmbedder::new(64)).await;
+    let actor = Actor::local("t");
+    let m = engine
+        .add(
+            &actor,
+            vec![long_term("u", "the user likes oat milk")],
+            true,
+        )
+        .await
+        .unwrap()
+        .remove(0);
+    // Rounds of searches ending together (within the embedding permits).
+    let mut found = 0;
+    for _ in 0..5 {
+        let searches: Vec<_> = (0..16)
+            .map(|_| {
+                let e = engine.clone();
+                tokio::spawn(async move {
+                    e.search(SearchRequest::new(Scope::user("u"), "oat milk"))
+                        .await
+                        .unwrap()
+                        .hits
+                        .len()
+                })
+            })
+            .collect();
+        for s in searches {
+            found += s.await.unwrap();
+        }
+    }
+    // At once, without waiting for the recorder.
+    engine.shutdown().await.unwrap();
+    drop(engine);
+    let engine = self::engine(dir.path(), HashingEmbedder::new(64)).await;
+    let count = engine.get(&actor, m.id).await.unwrap().access_count;
+    assert_eq!(
+        count as usize, found,
+        "every search counted, none lost at shutdown"
+    );
+    assert!(found > 0);
+    engine.shutdown().await.unwrap();
+}
+
 fn mnemo_ingest(
     data: &std::path::Path,
     corpus: &std::path::Path,
