@@ -324,6 +324,18 @@ impl EdgeVectorIndex {
         }
     }
 
+    /// Runs the engine's optimisers: merges segments and builds HNSW for
+    /// those above the indexing threshold.
+    fn build_hnsw(&self) -> Result<()> {
+        self.with_shard(|shard| {
+            let _w = self.writes.read();
+            shard
+                .optimize()
+                .map(|_| ())
+                .map_err(|e| engine("optimizing", e))
+        })
+    }
+
     /// The `limit` nearest points passing one clause's filter.
     fn nearest(&self, vector: &[f32], filter: Filter, limit: usize) -> Result<Vec<(Uuid, f32)>> {
         let request = QueryRequest {
@@ -656,13 +668,7 @@ impl VectorIndex for EdgeVectorIndex {
     }
 
     fn optimize(&self) -> Result<()> {
-        self.with_shard(|shard| {
-            let _w = self.writes.read();
-            shard
-                .optimize()
-                .map(|_| ())
-                .map_err(|e| engine("optimizing", e))
-        })?;
+        self.build_hnsw()?;
         if self.wal_over_bound()? {
             let stats = self.rebuild(Payloads::Keep)?;
             tracing::info!(
@@ -673,13 +679,7 @@ impl VectorIndex for EdgeVectorIndex {
             );
             // The fresh shard has no HNSW yet: build it now, not after the
             // next writes.
-            self.with_shard(|shard| {
-                let _w = self.writes.read();
-                shard
-                    .optimize()
-                    .map(|_| ())
-                    .map_err(|e| engine("optimizing", e))
-            })?;
+            self.build_hnsw()?;
         }
         Ok(())
     }
