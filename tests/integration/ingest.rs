@@ -151,27 +151,22 @@ async fn writes_filling_the_embedding_queue_leave_permits_to_searches() {
     }
 }
 
-#[tokio::test]
-async fn concurrent_searches_count_every_access() {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = engine(dir.path(), HashingEmbedder::new(64)).await;
-    let actor = Actor::local("t");
-    let m = engine
-        .add(
-            &actor,
-            vec![long_term("u", "the user likes green tea")],
-            true,
-        )
+/// One long-term memory of user `u`.
+async fn one_memory(engine: &Engine, actor: &Actor, text: &str) -> mnemo::domain::Memory {
+    engine
+        .add(actor, vec![long_term("u", text)], true)
         .await
         .unwrap()
-        .remove(0);
-    // Searches ending together: the recorder merges them into few writes,
-    // and the count must still be one per search.
-    let searches: Vec<_> = (0..20)
+        .remove(0)
+}
+
+/// `n` searches of user `u` at once; each one's number of hits.
+async fn searches_together(engine: &Engine, n: usize, query: &str) -> Vec<usize> {
+    let searches: Vec<_> = (0..n)
         .map(|_| {
-            let e = engine.clone();
+            let (e, q) = (engine.clone(), query.to_string());
             tokio::spawn(async move {
-                e.search(SearchRequest::new(Scope::user("u"), "green tea"))
+                e.search(SearchRequest::new(Scope::user("u"), q))
                     .await
                     .unwrap()
                     .hits
@@ -179,8 +174,23 @@ async fn concurrent_searches_count_every_access() {
             })
         })
         .collect();
+    let mut out = Vec::with_capacity(n);
     for s in searches {
-        assert_eq!(s.await.unwrap(), 1);
+        out.push(s.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn concurrent_searches_count_every_access() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), HashingEmbedder::new(64)).await;
+    let actor = Actor::local("t");
+    let m = one_memory(&engine, &actor, "the user likes green tea").await;
+    // Searches ending together: the recorder merges them into few writes,
+    // and the count must still be one per search.
+    for hits in searches_together(&engine, 20, "green tea").await {
+        assert_eq!(hits, 1);
     }
     let mut count = 0;
     for _ in 0..200 {
@@ -204,33 +214,14 @@ async fn shutdown_writes_the_last_searches_access_counts() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), HashingEmbedder::new(64)).await;
     let actor = Actor::local("t");
-    let m = engine
-        .add(
-            &actor,
-            vec![long_term("u", "the user likes oat milk")],
-            true,
-        )
-        .await
-        .unwrap()
-        .remove(0);
+    let m = one_memory(&engine, &actor, "the user likes oat milk").await;
     // Rounds of searches ending together (within the embedding permits).
     let mut found = 0;
     for _ in 0..5 {
-        let searches: Vec<_> = (0..16)
-            .map(|_| {
-                let e = engine.clone();
-                tokio::spawn(async move {
-                    e.search(SearchRequest::new(Scope::user("u"), "oat milk"))
-                        .await
-                        .unwrap()
-                        .hits
-                        .len()
-                })
-            })
-            .collect();
-        for s in searches {
-            found += s.await.unwrap();
-        }
+        found += searches_together(&engine, 16, "oat milk")
+            .await
+            .into_iter()
+            .sum::<usize>();
     }
     // At once, without waiting for the recorder.
     engine.shutdown().await.unwrap();
