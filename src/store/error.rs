@@ -1,5 +1,6 @@
 //! The store layer's errors: what sqlx (the database, the pool, the
-//! migrations) said, kept as the [`source`](std::error::Error::source).
+//! migrations) or SQLite's direct reader (rusqlite) said, kept as the
+//! [`source`](std::error::Error::source).
 //! Refusals the caller caused (unique keys, values the database rejects)
 //! are mapped to user errors where they happen (`store/sql/`), not here.
 
@@ -9,6 +10,8 @@
 pub enum StoreError {
     #[error("database operation failed")]
     Sqlx(#[from] sqlx::Error),
+    #[error("database read failed")]
+    Direct(#[from] rusqlite::Error),
     #[error("schema migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }

@@ -56,6 +56,7 @@ macro_rules! contract_tests {
 
 contract_tests!(
     insert_then_get_round_trips_every_field,
+    get_many_reads_every_id_and_the_last_commit,
     a_failing_insert_writes_nothing,
     update_is_optimistic_and_all_or_nothing,
     an_importance_change_moves_the_base_importance,
@@ -158,6 +159,37 @@ async fn insert_then_get_round_trips_every_field(b: Backend) {
     assert_eq!(many.len(), 2);
     assert_eq!(many[&m.id], m);
     assert!(s.get_many(&[]).await.unwrap().is_empty());
+}
+
+/// `get_many` (SQLite reads it on connections of its own) returns every
+/// asked id at any count, in the pool's last committed state.
+async fn get_many_reads_every_id_and_the_last_commit(b: Backend) {
+    let s = b.store.as_ref();
+    let ms: Vec<Memory> = (0..1_200)
+        .map(|i| {
+            let mut m = memory(Some("u"), Tier::LongTerm, &format!("用户喜欢绿茶 {i}"));
+            m.metadata.insert("i".into(), serde_json::json!(i));
+            m
+        })
+        .collect();
+    insert(s, &ms).await;
+    let ids: Vec<Uuid> = ms.iter().map(|m| m.id).collect();
+    let many = s.get_many(&ids).await.unwrap();
+    assert_eq!(many.len(), ms.len());
+    for m in &ms {
+        assert_eq!(many[&m.id], *m);
+    }
+
+    // A change committed through the pool is what the next read sees.
+    let mut edited = ms[7].clone();
+    edited.text = "edited".into();
+    edited.status = Status::Deleted;
+    s.update(&[(edited.clone(), 1)], &[]).await.unwrap();
+    let again = s.get_many(&[edited.id, ms[8].id]).await.unwrap();
+    assert_eq!(again[&edited.id].text, "edited");
+    assert_eq!(again[&edited.id].status, Status::Deleted);
+    assert_eq!(again[&edited.id].version, 2);
+    assert_eq!(again[&ms[8].id], ms[8]);
 }
 
 async fn a_failing_insert_writes_nothing(b: Backend) {

@@ -35,6 +35,9 @@ impl Memories for SqlStore<D> {
     }
 
     async fn get_many(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>> {
+        if let Some(direct) = &self.direct {
+            return direct.get_many(ids).await;
+        }
         let mut out = HashMap::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
             let mut qb: QueryBuilder<D> =

@@ -18,6 +18,9 @@
 //! - `copy.rs`: rows of any table, for `mnemo migrate`;
 //! - `rows.rs`: decoding rows, and the writes several methods share.
 //!
+//! Outside them: `decode.rs`, the one decoder of a memory row (for sqlx's
+//! rows and for `sqlite_read.rs`, SQLite's direct reader of `get_many`).
+//!
 //! Each of those files is compiled once per dialect: `sqlite.rs` and
 //! `postgres.rs` name their database `D` and include `methods.rs`, which
 //! declares them (`#[path]`). So inside them `D` is a concrete sqlx database,
@@ -27,10 +30,12 @@
 //! without them.) A method added to a store trait is written in its concern
 //! file and exists on both backends.
 
+mod decode;
 mod dialect;
 pub mod postgres;
 mod purge;
 pub mod sqlite;
+mod sqlite_read;
 
 use std::fmt;
 use std::sync::Arc;
@@ -53,6 +58,9 @@ pub struct SqlStore<D: Dialect> {
     pool: sqlx::Pool<D>,
     /// Erasures finishing together share one purge (`purge.rs`).
     purges: Arc<purge::PurgeGate>,
+    /// SQLite on a file: `get_many` reads through its own connections
+    /// (`sqlite_read.rs`). `None` on PostgreSQL and in-memory SQLite.
+    direct: Option<Arc<sqlite_read::DirectReader>>,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -60,6 +68,7 @@ impl<D: Dialect> SqlStore<D> {
         SqlStore {
             pool,
             purges: Arc::default(),
+            direct: None,
         }
     }
 
@@ -73,6 +82,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
         SqlStore {
             pool: self.pool.clone(),
             purges: self.purges.clone(),
+            direct: self.direct.clone(),
         }
     }
 }
@@ -101,6 +111,9 @@ where
         + TableCopy,
 {
     async fn close(&self) -> Result<()> {
+        if let Some(direct) = &self.direct {
+            direct.close();
+        }
         D::before_close(&self.pool).await?;
         self.pool.close().await;
         Ok(())

@@ -2,15 +2,14 @@
 //! several store methods share (memories, audit events, the erasure and
 //! thread guards). Compiled once per dialect `D` (see `sql/mod.rs`).
 
-use std::str::FromStr;
-
 use sqlx::types::Json;
 use sqlx::{Database, Row as _, Transaction};
 
 use super::D;
 use crate::domain::thread::{ExtractionState, Message, MessageRole, Thread};
-use crate::domain::{Memory, Source, Tier};
+use crate::domain::Memory;
 use crate::error::{Error, Result};
+use crate::store::sql::decode::{self, Columns};
 use crate::store::sql::{
     conflict_if_duplicate, erasing_conflict, from_ms, ms, parse_uuid, thread_gone, users_of,
     Dialect, GuardAt, COLUMNS, ERASING, THREAD_EXISTS,
@@ -27,38 +26,32 @@ fn json_column<T: serde::de::DeserializeOwned>(row: &Row, column: &str) -> Resul
 }
 
 pub(super) fn row_to_memory(row: &Row) -> Result<Memory> {
-    let tier: String = row.try_get("tier")?;
-    let kind: String = row.try_get("kind")?;
-    let status: String = row.try_get("status")?;
-    let opt_uuid = |col: &str| -> Result<Option<uuid::Uuid>> {
-        let v: Option<String> = row.try_get(col)?;
-        v.as_deref().map(parse_uuid).transpose()
-    };
-    Ok(Memory {
-        id: parse_uuid(&row.try_get::<String, _>("id")?)?,
-        tenant_id: row.try_get("tenant_id")?,
-        tier: Tier::from_str(&tier).map_err(Error::internal)?,
-        user_id: row.try_get("user_id")?,
-        thread_id: row.try_get("thread_id")?,
-        kind: kind.parse().map_err(Error::internal)?,
-        text: row.try_get("text")?,
-        importance: row.try_get::<f64, _>("importance")? as f32,
-        confidence: row.try_get::<f64, _>("confidence")? as f32,
-        status: status.parse().map_err(Error::internal)?,
-        created_at: from_ms(row.try_get("created_at")?),
-        updated_at: from_ms(row.try_get("updated_at")?),
-        last_accessed_at: row
-            .try_get::<Option<i64>, _>("last_accessed_at")?
-            .map(from_ms),
-        access_count: row.try_get::<i64, _>("access_count")? as u64,
-        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(from_ms),
-        source: json_column::<Source>(row, "source")?,
-        metadata: json_column(row, "metadata")?,
-        embedding_model: row.try_get("embedding_model")?,
-        version: row.try_get("version")?,
-        supersedes: opt_uuid("supersedes")?,
-        superseded_by: opt_uuid("superseded_by")?,
-    })
+    decode::memory(&Cells(row))
+}
+
+/// This dialect's row as [`Columns`] (a wrapper: the trait cannot be
+/// implemented for `<D as Database>::Row` on both dialects directly).
+struct Cells<'r>(&'r Row);
+
+impl Columns for Cells<'_> {
+    fn text(&self, column: &str) -> Result<String> {
+        Ok(self.0.try_get(column)?)
+    }
+    fn opt_text(&self, column: &str) -> Result<Option<String>> {
+        Ok(self.0.try_get(column)?)
+    }
+    fn int(&self, column: &str) -> Result<i64> {
+        Ok(self.0.try_get(column)?)
+    }
+    fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+        Ok(self.0.try_get(column)?)
+    }
+    fn real(&self, column: &str) -> Result<f64> {
+        Ok(self.0.try_get(column)?)
+    }
+    fn json<T: serde::de::DeserializeOwned>(&self, column: &str) -> Result<T> {
+        json_column(self.0, column)
+    }
 }
 
 pub(super) fn row_to_event(row: &Row) -> Result<AuditEvent> {

@@ -59,7 +59,9 @@ impl SqliteStore {
         // (Killed before the purge completed, the intent is still there and
         // the resumed erasure purges again.)
         checkpoint_or_warn(&pool).await?;
-        Ok(SqlStore::new(pool))
+        let mut store = SqlStore::new(pool);
+        store.direct = Some(super::sqlite_read::DirectReader::open(path)?);
+        Ok(store)
     }
 
     /// An in-memory database (tests).
