@@ -677,9 +677,6 @@ impl VectorIndex for EdgeVectorIndex {
                 bytes_after = stats.bytes_after,
                 "vector index rebuilt to bound its WAL"
             );
-            // The fresh shard has no HNSW yet: build it now, not after the
-            // next writes.
-            self.build_hnsw()?;
         }
         Ok(())
     }
@@ -913,10 +910,14 @@ mod tests {
         assert!(info.indexed_vectors_count > 0, "HNSW was built: {info:?}");
         assert_eq!(info.points_count, 1500);
         assert_eq!(idx.unindexed().unwrap(), 0);
-        // A rebuild (an erasure's purge) leaves a shard without HNSW, which
-        // is what the background optimiser looks for.
-        idx.rebuild_now().unwrap();
-        assert_eq!(idx.unindexed().unwrap(), 1500);
+        // A rebuild (an erasure's purge) swaps in a shard whose HNSW is
+        // already built: searches never fall back to a full scan.
+        let stats = idx.rebuild_now().unwrap();
+        assert_eq!(stats.points, 1500);
+        assert_eq!(idx.unindexed().unwrap(), 0);
+        // Points written after it are what the background optimiser finds.
+        idx.upsert(population(&mut rng, 16, 50, "late")).unwrap();
+        assert_eq!(idx.unindexed().unwrap(), 50);
         idx.optimize().unwrap();
         assert_eq!(idx.unindexed().unwrap(), 0);
 
@@ -934,11 +935,27 @@ mod tests {
         }
         let total: usize = exact.iter().map(Vec::len).sum();
         assert!(overlap * 10 >= total * 9, "recall@10 {overlap}/{total}");
-        // A stored vector finds itself first.
-        let p = points.iter().find(|p| want.contains(&p.id)).unwrap();
-        let hits = idx.search(&p.vector, &f, 1).unwrap();
-        assert_eq!(hits[0].0, p.id);
-        assert!((hits[0].1 - 1.0).abs() < 1e-4);
+        // Stored vectors find themselves: each matching point searched by
+        // its own vector is in its top 10 (score 1), for nearly all of them.
+        // A rate, not one point: the graph build is multi-threaded and not
+        // deterministic. Under a parallel `cargo test --lib vector`, 10 runs
+        // each: HNSW built after the swap gave 101-107 of 107 (4 runs
+        // below 107), built before it (now) 101-107 (1 run below).
+        let stored: Vec<_> = points.iter().filter(|p| want.contains(&p.id)).collect();
+        let found = stored
+            .iter()
+            .filter(|p| {
+                idx.search(&p.vector, &f, 10)
+                    .unwrap()
+                    .iter()
+                    .any(|h| h.0 == p.id && (h.1 - 1.0).abs() < 1e-4)
+            })
+            .count();
+        assert!(
+            found * 10 >= stored.len() * 9,
+            "stored vectors found by themselves: {found}/{}",
+            stored.len()
+        );
         // Writes after optimize are searchable too.
         let id = Uuid::now_v7();
         idx.upsert(vec![point(id, vec![1.0; 16], &alice(), Tier::LongTerm)])
@@ -947,7 +964,7 @@ mod tests {
             idx.search(&[1.0; 16], &alice_long_term(), 1).unwrap()[0].0,
             id
         );
-        assert_eq!(idx.entries().unwrap().len(), 1501);
+        assert_eq!(idx.entries().unwrap().len(), 1551);
     }
 
     #[test]

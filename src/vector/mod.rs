@@ -93,9 +93,10 @@ pub trait VectorIndex: Send + Sync {
     /// background task, never on the request path.
     fn optimize(&self) -> Result<()>;
     /// Points not yet in a search structure (HNSW): what `optimize` would
-    /// index. A rebuild (an erasure's purge, the WAL bound) writes every
-    /// point into a fresh shard, so the background optimiser asks this, not
-    /// only its own count of writes. 0 where the server indexes by itself.
+    /// index. The background optimiser asks this, not only its own count of
+    /// writes, so that an index opened with unindexed points (a shard left
+    /// by an older build's rebuild, or restored) is indexed without waiting
+    /// for new writes. 0 where the server indexes by itself.
     fn unindexed(&self) -> Result<usize> {
         Ok(0)
     }
