@@ -99,6 +99,12 @@ impl From<sqlx::Error> for Error {
     }
 }
 
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Store(StoreError::Direct(e))
+    }
+}
+
 impl From<sqlx::migrate::MigrateError> for Error {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         Error::Store(StoreError::Migrate(e))

@@ -60,6 +60,9 @@ impl DirectReader {
 
     /// The memories of `ids` that exist, by id.
     pub(crate) async fn get_many(self: &Arc<Self>, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
         let reader = self.clone();
         let ids = serde_json::to_string(&ids).map_err(Error::internal)?;
         tokio::task::spawn_blocking(move || reader.read_many(&ids))
@@ -124,12 +127,6 @@ impl DirectReader {
         // Reads through mmap, as the pool's connections do (`sqlite.rs`).
         conn.pragma_update(None, "mmap_size", 268_435_456)?;
         Ok(conn)
-    }
-}
-
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::Store(crate::store::StoreError::Direct(e))
     }
 }
 
