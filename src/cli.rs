@@ -906,6 +906,11 @@ pub struct EvalArgs {
     /// Dotted path into corpus lines (e.g. meta.session_key) for group-level metrics.
     #[arg(long)]
     pub group_by: Option<String>,
+    /// Dotted path into corpus lines (e.g. meta.session) whose value, within a user,
+    /// names the conversation a document is a turn of (as a `thread_id` field would),
+    /// for `[retrieval.conversation]`.
+    #[arg(long)]
+    pub thread_by: Option<String>,
     /// Recall cut-offs.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
     pub k: Vec<usize>,
@@ -979,6 +984,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
     config.vectors = g.vector_backend();
     config.variants = variants;
     config.group_by = a.group_by;
+    config.thread_by = a.thread_by;
     config.ks = a.k;
     config.compare = compare;
     config.strict = a.strict;

@@ -235,6 +235,40 @@ pub struct RetrievalPolicy {
     pub min_score: f32,
     pub fusion: FusionPolicy,
     pub rerank: RerankPolicy,
+    pub conversation: ConversationPolicy,
+}
+
+/// Conversation context (`domain::turns`): the best hits lend a share of
+/// their score to the turns beside them in their conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConversationPolicy {
+    pub enabled: bool,
+    /// Best hits whose neighbouring turns are brought in.
+    pub depth: usize,
+    /// The share of a hit's score lent to each turn beside it, 0..1.
+    pub weight: f32,
+}
+
+impl Default for ConversationPolicy {
+    fn default() -> Self {
+        ConversationPolicy {
+            enabled: true,
+            depth: 10,
+            weight: 0.5,
+        }
+    }
+}
+
+impl ConversationPolicy {
+    /// The stage's parameters, `None` when it is off.
+    pub fn params(&self) -> Option<crate::domain::turns::TurnContextParams> {
+        self.enabled
+            .then_some(crate::domain::turns::TurnContextParams {
+                depth: self.depth,
+                weight: self.weight,
+            })
+    }
 }
 
 /// The second stage over the fused candidates (`domain::rerank`).
@@ -284,6 +318,7 @@ impl Default for RetrievalPolicy {
             min_score: 0.0,
             fusion: FusionPolicy::default(),
             rerank: RerankPolicy::default(),
+            conversation: ConversationPolicy::default(),
         }
     }
 }
@@ -803,6 +838,11 @@ impl Policy {
             "retrieval.rerank.duplicate_weight",
             r.rerank.duplicate_weight as f64,
         )?;
+        positive("retrieval.conversation.depth", r.conversation.depth as f64)?;
+        unit(
+            "retrieval.conversation.weight",
+            r.conversation.weight as f64,
+        )?;
         if r.fusion.lexical_weight + r.fusion.vector_weight <= 0.0 {
             return Err(Error::Config {
                 key: "retrieval.fusion".into(),
@@ -956,6 +996,7 @@ impl Policy {
             importance_weight: self.decay.importance_weight,
             min_score: self.retrieval.min_score,
             rerank: self.retrieval.rerank.params(),
+            context: self.retrieval.conversation.params(),
         }
     }
 

@@ -24,6 +24,11 @@ pub struct CorpusLine {
     pub kind: Option<String>,
     #[serde(default)]
     pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The conversation this document is a turn of (turns are ordered as
+    /// the corpus lists them): retrieval may bring the turns beside a hit
+    /// (`[retrieval.conversation]`).
+    #[serde(default)]
+    pub thread_id: Option<String>,
 }
 
 impl CorpusLine {
@@ -57,6 +62,7 @@ impl CorpusLine {
             importance: self.importance,
             created_at: self.created_at,
             expires_at: self.expires_at,
+            thread_id: self.thread_id,
             metadata,
             ..Default::default()
         })

@@ -15,6 +15,7 @@ pub mod rerank;
 pub mod scope;
 pub mod thread;
 pub mod tokens;
+pub mod turns;
 pub mod validate;
 pub mod vocabulary;
 

@@ -17,6 +17,7 @@
 //! decay      = floor + (1 - floor) · 0.5^(age / half_life)      (1 when no half-life)
 //! importance = 1 + weight · (2 · importance - 1)                (1 at importance 0.5)
 //! final      = fused · decay · importance   (· the second stage's factor, `rerank.rs`)
+//!              then raised to a share of a neighbouring turn's score (`turns.rs`)
 //! ```
 //!
 //! `dbsf` and `min_max` are *scale-free* within a query: an affine change of
@@ -188,6 +189,9 @@ pub struct RankingParams {
     pub min_score: f32,
     /// The second stage over the best candidates (`None`: off).
     pub rerank: Option<super::rerank::RerankParams>,
+    /// Conversation context: the best hits lend their neighbouring turns a
+    /// score (`None`: off).
+    pub context: Option<super::turns::TurnContextParams>,
 }
 
 /// One leg's view of a fused candidate.
@@ -455,7 +459,12 @@ pub struct ScoreBreakdown {
     /// was not in its window, or the stage is off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<super::rerank::RerankSignals>,
-    /// fused · decay · importance (· the second stage's factor).
+    /// The hit beside this turn in its conversation that lifted its score
+    /// (absent: it holds its own score; `[retrieval.context]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<super::turns::TurnContext>,
+    /// fused · decay · importance (· the second stage's factor), or the
+    /// score a neighbouring turn lent it when that is higher.
     pub final_score: f32,
 }
 
@@ -505,6 +514,7 @@ impl Hit {
                 decay_factor: 1.0,
                 importance_factor: 1.0,
                 rerank: None,
+                context: None,
                 final_score: score,
             },
         }
@@ -550,19 +560,25 @@ pub fn rank(
                     decay_factor: decay,
                     importance_factor: imp,
                     rerank: None,
+                    context: None,
                     final_score,
                 },
             })
         })
         .collect();
+    sort_hits(&mut hits);
+    hits.truncate(top_k);
+    hits
+}
+
+/// Best first; at equal scores the newer memory, then the smaller id.
+pub fn sort_hits(hits: &mut [Hit]) {
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
             .then(b.memory.created_at.cmp(&a.memory.created_at))
             .then(a.memory.id.cmp(&b.memory.id))
     });
-    hits.truncate(top_k);
-    hits
 }
 
 #[cfg(test)]

@@ -149,12 +149,7 @@ pub fn rerank(
             factor,
         });
     }
-    hits[..depth].sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.memory.created_at.cmp(&a.memory.created_at))
-            .then(a.memory.id.cmp(&b.memory.id))
-    });
+    super::ranking::sort_hits(&mut hits[..depth]);
     hits
 }
 

@@ -168,10 +168,12 @@ impl Variant {
     pub fn params(&self, base: &Policy) -> SearchParams {
         let plain = |legs| SearchParams {
             legs,
-            // The legs alone and plain hybrid: no second stage.
+            // The legs alone and plain hybrid: no second stage, no
+            // conversation context.
             ranking: RankingParams {
                 importance_weight: 0.0,
                 rerank: None,
+                context: None,
                 ..base.ranking()
             },
             decay: false,
@@ -213,6 +215,9 @@ pub struct EvalConfig {
     pub variants: Vec<Variant>,
     /// Dotted path into corpus lines (`meta.session_key`) for group metrics.
     pub group_by: Option<String>,
+    /// Dotted path into corpus lines (`meta.session`) naming, within a
+    /// user, the conversation a document is a turn of.
+    pub thread_by: Option<String>,
     /// Recall cut-offs.
     pub ks: Vec<usize>,
     /// Pairs of labels to compare, each `(a, b)` giving `b - a`; empty =
@@ -244,6 +249,7 @@ impl EvalConfig {
             sets,
             variants: Preset::ALL.into_iter().map(Variant::Preset).collect(),
             group_by: None,
+            thread_by: None,
             ks: vec![1, 5, 10, 20],
             compare: Vec::new(),
             bootstrap: Bootstrap::default(),
@@ -358,7 +364,14 @@ pub async fn run(mut config: EvalConfig, progress: &dyn Progress) -> Result<Repo
     let sets = config
         .sets
         .iter()
-        .map(|d| set::load_with(d, config.group_by.as_deref(), config.strict))
+        .map(|d| {
+            set::load_with(
+                d,
+                config.group_by.as_deref(),
+                config.thread_by.as_deref(),
+                config.strict,
+            )
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut runs = Vec::new();
     let mut set_infos = Vec::new();

@@ -38,6 +38,12 @@ pub struct SetInfo {
     pub default_asked_at: chrono::DateTime<chrono::Utc>,
     /// The `--group-by` field, when this set's documents have it.
     pub group_by: Option<String>,
+    /// The `--thread-by` field, when this set's documents have it.
+    #[serde(default)]
+    pub thread_by: Option<String>,
+    /// Documents that are turns of a conversation.
+    #[serde(default)]
+    pub threaded_documents: usize,
     pub ingest_secs: f64,
     pub ingest_per_s: f64,
     /// Document embeddings found in the persistent cache.
@@ -262,6 +268,17 @@ impl Report {
         if let Some(g) = &s.group_by {
             notes.push(format!(
                 "Group metrics by `{g}`: a group counts as retrieved when any of its documents is."
+            ));
+        }
+        if s.threaded_documents > 0 {
+            notes.push(format!(
+                "{} documents are turns of conversations ({}), in corpus order.",
+                s.threaded_documents,
+                s.thread_by
+                    .as_deref()
+                    .map_or("their `thread_id`".to_string(), |t| format!(
+                        "`--thread-by {t}`"
+                    ))
             ));
         }
         notes

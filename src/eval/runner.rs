@@ -190,6 +190,8 @@ pub async fn run_set(
         queries_without_asked_at: set.queries.iter().filter(|q| q.asked_at.is_none()).count(),
         default_asked_at: default_at,
         group_by: set.group_by.clone(),
+        thread_by: set.thread_by.clone(),
+        threaded_documents: set.threaded,
         ingest_secs,
         ingest_per_s,
         embeddings_cached,

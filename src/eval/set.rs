@@ -68,6 +68,11 @@ pub struct EvalSet {
     pub data_sha256: String,
     /// The `--group-by` field, when at least one document has it.
     pub group_by: Option<String>,
+    /// The `--thread-by` field, when at least one document has it.
+    pub thread_by: Option<String>,
+    /// Documents that are turns of a conversation (a `thread_id` of their
+    /// own or from `--thread-by`).
+    pub threaded: usize,
     /// Lines left out (lenient loading only).
     pub skipped: Vec<Skipped>,
 }
@@ -141,14 +146,21 @@ pub struct Skipped {
 /// Loads and validates a set, strictly: the first bad line is an error.
 /// `group_by` is a dotted path into corpus lines.
 pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
-    load_with(dir, group_by, true)
+    load_with(dir, group_by, None, true)
 }
 
 /// Loads a set; when `strict` is false a bad line (malformed JSON, a
 /// duplicate or unknown id, a judgment no query could reach) is left out and
 /// listed in [`EvalSet::skipped`] instead of ending the run. Unreadable files
-/// are errors either way.
-pub fn load_with(dir: &Path, group_by: Option<&str>, strict: bool) -> Result<EvalSet> {
+/// are errors either way. `thread_by` is a dotted path whose value, within a
+/// user, names the conversation a document is a turn of (LoCoMo's
+/// `meta.session`), as a `thread_id` field of the line would.
+pub fn load_with(
+    dir: &Path,
+    group_by: Option<&str>,
+    thread_by: Option<&str>,
+    strict: bool,
+) -> Result<EvalSet> {
     let (corpus_path, queries_path, qrels_path) =
         (dir.join(CORPUS), dir.join(QUERIES), dir.join(QRELS));
     let (corpus, queries, qrels) = (
@@ -186,7 +198,7 @@ pub fn load_with(dir: &Path, group_by: Option<&str>, strict: bool) -> Result<Eva
     // corpus.jsonl
     let mut docs = Vec::new();
     let mut doc_line: HashMap<String, usize> = HashMap::new();
-    let mut grouped = 0usize;
+    let (mut grouped, mut threaded) = (0usize, 0usize);
     for l in lines(&corpus_path, &corpus) {
         let parsed = l.and_then(|(n, text)| {
             let err = |m: String| set_error(&corpus_path, Some(n), m);
@@ -197,17 +209,19 @@ pub fn load_with(dir: &Path, group_by: Option<&str>, strict: bool) -> Result<Eva
                     line.id
                 )));
             }
-            let group = match group_by {
-                Some(path) => {
-                    let raw: serde_json::Value =
-                        serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
-                    field_at(&raw, path)
-                }
-                None => None,
+            let raw: Option<serde_json::Value> = if group_by.is_some() || thread_by.is_some() {
+                Some(serde_json::from_str(text).map_err(|e| err(e.to_string()))?)
+            } else {
+                None
             };
+            let at = |path: Option<&str>| field_at(raw.as_ref()?, path?);
+            let group = at(group_by);
             let id = line.id.clone();
             let user_id = line.user_id.clone();
-            let memory = line.into_new_memory().map_err(|e| err(e.to_string()))?;
+            let mut memory = line.into_new_memory().map_err(|e| err(e.to_string()))?;
+            if memory.thread_id.is_none() && memory.tier == Some(Tier::LongTerm) {
+                memory.thread_id = at(thread_by);
+            }
             if memory.text.trim().is_empty() {
                 return Err(err(format!("document `{id}` has empty text")));
             }
@@ -238,6 +252,7 @@ pub fn load_with(dir: &Path, group_by: Option<&str>, strict: bool) -> Result<Eva
             Ok((n, doc)) => {
                 doc_line.insert(doc.id.clone(), n);
                 grouped += usize::from(doc.group.is_some());
+                threaded += usize::from(doc.memory.thread_id.is_some());
                 docs.push(doc);
             }
             Err(e) => keep_going(e)?,
@@ -341,6 +356,8 @@ pub fn load_with(dir: &Path, group_by: Option<&str>, strict: bool) -> Result<Eva
         qrels: judged,
         data_sha256: hex::encode(hasher.finalize()),
         group_by: group_by.filter(|_| grouped > 0).map(str::to_string),
+        thread_by: thread_by.filter(|_| threaded > 0).map(str::to_string),
+        threaded,
         skipped,
     })
 }

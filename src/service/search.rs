@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::{blocking, Engine};
 use crate::domain::ranking::{self, Candidates, Hit, RankingParams};
 use crate::domain::rerank::{self, QueryTerms};
+use crate::domain::turns::{self, TurnContextParams};
 use crate::domain::validate::validate_text;
 use crate::domain::Scope;
 use crate::error::{Error, Result};
@@ -173,7 +174,7 @@ impl Engine {
         let mut memories = self.0.store.get_many(&ids).await?;
         // The store is the truth: re-check scope, status and expiry there, so
         // that index lag can never return another user's or a deleted memory.
-        memories.retain(|_, m| {
+        let in_scope = |m: &crate::domain::Memory| {
             filter.matches(&m.owner(), m.tier, m.thread_id.as_deref(), m.status, m.kind)
                 && m.tenant_id == req.scope.tenant_id
                 && m.expires_at.is_none_or(|e| e > now)
@@ -183,11 +184,15 @@ impl Engine {
                     .metadata
                     .iter()
                     .all(|(k, v)| m.metadata.get(k) == Some(v))
-        });
+        };
+        memories.retain(|_, m| in_scope(m));
         let hydrate_ms = ms_since(t);
         let t = Instant::now();
         let use_decay = req.decay;
-        let window = params.rerank.map_or(top_k, |r| r.depth.max(top_k));
+        let window = params
+            .rerank
+            .map_or(top_k, |r| r.depth.max(top_k))
+            .max(params.context.map_or(0, |c| c.depth));
         let hits = ranking::rank(
             fused,
             memories,
@@ -208,6 +213,9 @@ impl Engine {
             }
             _ => hits,
         };
+        if let Some(context) = &params.context {
+            hits = self.lend_to_turns(hits, context, in_scope).await?;
+        }
         hits.truncate(top_k);
         let rank_ms = ms_since(t);
         if req.record_access && !hits.is_empty() {
@@ -231,5 +239,30 @@ impl Engine {
                 rank_ms,
             },
         })
+    }
+
+    /// Conversation context (`domain::turns`): the turns beside the best
+    /// hits, read from the store and held to the query's scope like any
+    /// candidate, get a share of their score.
+    async fn lend_to_turns(
+        &self,
+        hits: Vec<Hit>,
+        params: &TurnContextParams,
+        in_scope: impl Fn(&crate::domain::Memory) -> bool,
+    ) -> Result<Vec<Hit>> {
+        let lenders: Vec<Uuid> = hits
+            .iter()
+            .take(params.depth)
+            .filter(|h| h.memory.user_id.is_some() && h.memory.thread_id.is_some())
+            .map(|h| h.memory.id)
+            .collect();
+        if lenders.is_empty() {
+            return Ok(hits);
+        }
+        let beside = self.0.store.turns_beside(&lenders).await?;
+        let missing = turns::missing_turns(&hits, &beside, params);
+        let mut turns = self.0.store.get_many(&missing).await?;
+        turns.retain(|_, m| in_scope(m));
+        Ok(turns::lend_to_turns(hits, &beside, turns, params))
     }
 }

@@ -245,10 +245,69 @@ impl Engine {
 }
 
 /// A UUID v7 whose timestamp is the memory's creation time (back-dated
-/// imports keep their order).
+/// imports keep their order). Memories created in the same millisecond get
+/// increasing ids in the order they are prepared, so id order is creation
+/// order within a conversation whose turns share a timestamp (a bulk import
+/// of a session): [`crate::store::Memories::turns_beside`] relies on it.
 fn uuid_at(t: DateTime<Utc>) -> Uuid {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    /// The last id handed out per millisecond, for the milliseconds seen
+    /// lately (bulk writers interleave a few; cleared when it grows).
+    static LAST: OnceLock<Mutex<HashMap<u64, u128>>> = OnceLock::new();
+    const RECENT: usize = 4096;
+    /// The 62 random bits below the variant (RFC 9562 `rand_b`).
+    const RAND_B: u128 = (1 << 62) - 1;
+
     let ms = t.timestamp_millis().max(0) as u64;
+    let mut last = LAST
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(prev) = last.get_mut(&ms) {
+        // rand_b + 1 keeps the timestamp, version and variant bits; a fresh
+        // id starts with rand_b's top bit clear, so it cannot run out.
+        if *prev & RAND_B < RAND_B {
+            *prev += 1;
+            return Uuid::from_u128(*prev);
+        }
+    }
+    if last.len() >= RECENT {
+        last.clear();
+    }
     let ts =
         uuid::Timestamp::from_unix(uuid::NoContext, ms / 1000, ((ms % 1000) * 1_000_000) as u32);
-    Uuid::new_v7(ts)
+    let id = Uuid::new_v7(ts).as_u128() & !(1 << 61);
+    last.insert(ms, id);
+    Uuid::from_u128(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn ids_of_one_millisecond_follow_the_order_they_were_made_in() {
+        let a = Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap();
+        let b = a + chrono::Duration::days(30);
+        // Two writers interleaving two timestamps (a bulk import's prefetch
+        // and its write): each timestamp's ids still increase.
+        let (mut at_a, mut at_b) = (vec![], vec![]);
+        for _ in 0..1000 {
+            at_a.push(uuid_at(a));
+            at_b.push(uuid_at(b));
+        }
+        for ids in [&at_a, &at_b] {
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids out of order");
+            assert!(ids.iter().all(|id| id.get_version_num() == 7));
+            assert!(ids
+                .iter()
+                .all(|id| id.get_variant() == uuid::Variant::RFC4122));
+        }
+        let ms = |id: &Uuid| id.get_timestamp().unwrap().to_unix();
+        assert_eq!(ms(&at_a[999]), (a.timestamp() as u64, 0));
+        assert_eq!(ms(&at_b[0]), (b.timestamp() as u64, 0));
+        assert!(at_a[999] < at_b[0], "an earlier creation time sorts first");
+    }
 }

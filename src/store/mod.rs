@@ -299,7 +299,14 @@ pub trait Memories: Send + Sync {
     /// How many memories (any status, until purged) a user holds: the
     /// `limits.max_memories_per_user` quota.
     async fn count_user_memories(&self, tenant_id: &str, user_id: &str) -> Result<u64>;
+    /// The turns beside each of `ids` in its conversation: among the active
+    /// memories of the same owner and `thread_id`, the one just before and
+    /// the one just after it in id order (creation order). Ids without a
+    /// user or a thread are left out.
+    async fn turns_beside(&self, ids: &[Uuid]) -> Result<Vec<TurnsBeside>>;
 }
+
+pub use crate::domain::turns::TurnsBeside;
 
 /// Passage embeddings of stored texts, per owner and model.
 #[async_trait]

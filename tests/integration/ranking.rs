@@ -217,3 +217,93 @@ async fn every_fusion_method_explains_each_hit_with_raw_scores_and_contributions
         }
     }
 }
+
+/// `[retrieval.conversation]`: a hit that is a turn brings the turns beside
+/// it in its conversation (same user, same thread, creation order), each
+/// with a share of its score, and never another user's turn.
+#[tokio::test]
+async fn a_turn_brings_its_neighbours_with_a_share_of_its_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut policy = mnemo::policy::Policy::default();
+    policy.retrieval.conversation.enabled = true;
+    let weight = policy.retrieval.conversation.weight;
+    let engine = engine_with(dir.path(), Arc::new(manual()), policy).await;
+    let actor = Actor::local("test");
+    let turn = |user: &str, text: &str| NewMemory {
+        thread_id: Some("session-1".into()),
+        ..long_term(user, text)
+    };
+    let turns = engine
+        .add(
+            &actor,
+            vec![
+                turn("u", "Caroline: I spent the weekend up north"),
+                turn("u", "Melanie: which painting did you finish there?"),
+                turn("u", "Caroline: a sunrise over the frozen lake"),
+                turn("u", "Melanie: wonderful, send me a photo"),
+                long_term("u", "Caroline keeps bees"),
+            ],
+            true,
+        )
+        .await
+        .unwrap();
+    // Another user's conversation of the same thread id, same words.
+    engine
+        .add(
+            &actor,
+            vec![
+                turn("v", "Melanie: which painting did you finish there?"),
+                turn("v", "Caroline: a portrait of my grandmother"),
+            ],
+            true,
+        )
+        .await
+        .unwrap();
+    let ids: Vec<_> = turns.iter().map(|m| m.id).collect();
+    let search = |conversation: bool| {
+        let engine = engine.clone();
+        async move {
+            let mut req = SearchRequest::new(Scope::user("u"), "which painting did Melanie finish");
+            // The lexical leg alone: the hashing embedder of the tests
+            // finds likeness in any text, a real model would not.
+            req.legs = mnemo::service::Legs::Lexical;
+            if !conversation {
+                let mut ranking = engine.policy().ranking();
+                ranking.context = None;
+                req.ranking = Some(ranking);
+            }
+            engine.search(req).await.unwrap().hits
+        }
+    };
+
+    let plain = search(false).await;
+    assert_eq!(plain[0].memory.id, ids[1]);
+    assert!(
+        plain.iter().all(|h| h.memory.id != ids[2]),
+        "the answer shares no word"
+    );
+
+    let hits = search(true).await;
+    assert_eq!(hits[0].memory.id, ids[1]);
+    assert!(hits
+        .iter()
+        .all(|h| h.memory.user_id.as_deref() == Some("u")));
+    for beside in [ids[0], ids[2]] {
+        let h = hits
+            .iter()
+            .find(|h| h.memory.id == beside)
+            .expect("turn beside the hit");
+        let lent = h.breakdown.context.expect("lent score in the breakdown");
+        assert_eq!(lent.beside, ids[1]);
+        assert!((lent.lent_score - weight * hits[0].score).abs() < 1e-6);
+        assert_eq!(h.score, lent.lent_score);
+        assert!(h.score < hits[0].score);
+    }
+    // Two turns away, and outside any conversation: nothing lent.
+    for far in [ids[3], ids[4]] {
+        assert!(hits
+            .iter()
+            .filter(|h| h.memory.id == far)
+            .all(|h| h.breakdown.context.is_none()));
+    }
+}

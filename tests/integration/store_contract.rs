@@ -22,7 +22,7 @@ use mnemo::service::cluster::{LexicalFollower, NODE_LIVENESS};
 use mnemo::service::{Legs, Parts, SearchRequest};
 use mnemo::store::{
     text_hash, ApiKey, AuditAction, AuditEvent, CacheOwner, ChangeKind, HeatUpdate, ListQuery,
-    MemoryStore, Role, ThreadRef,
+    MemoryStore, Role, ThreadRef, TurnsBeside,
 };
 use mnemo::vector::edge::EdgeVectorIndex;
 use mnemo::vector::VectorIndex;
@@ -57,6 +57,7 @@ macro_rules! contract_tests {
 contract_tests!(
     insert_then_get_round_trips_every_field,
     get_many_reads_every_id_and_the_last_commit,
+    turns_beside_are_the_neighbours_within_one_conversation,
     a_failing_insert_writes_nothing,
     update_is_optimistic_and_all_or_nothing,
     an_importance_change_moves_the_base_importance,
@@ -190,6 +191,63 @@ async fn get_many_reads_every_id_and_the_last_commit(b: Backend) {
     assert_eq!(again[&edited.id].status, Status::Deleted);
     assert_eq!(again[&edited.id].version, 2);
     assert_eq!(again[&ms[8].id], ms[8]);
+}
+
+/// A conversation is one owner's memories of one `thread_id`, in id order;
+/// a turn's neighbours skip inactive turns and never cross into another
+/// thread, user or tenant.
+async fn turns_beside_are_the_neighbours_within_one_conversation(b: Backend) {
+    let s = b.store.as_ref();
+    let turn = |user: &str, thread: &str, n: u128| {
+        let mut m = memory(Some(user), Tier::LongTerm, &format!("{thread} turn {n}"));
+        m.thread_id = Some(thread.into());
+        // Ids interleave the two threads; order within a thread is by id.
+        m.id = Uuid::from_u128((1 << 100) + n);
+        m
+    };
+    let t: Vec<Memory> = (0..6).map(|n| turn("alice", "s1", n * 2)).collect();
+    let other_thread = turn("alice", "s2", 3);
+    let other_user = turn("bob", "s1", 5);
+    let mut other_tenant = turn("alice", "s1", 7);
+    other_tenant.tenant_id = "tenant-b".into();
+    let mut deleted = t[3].clone();
+    deleted.status = Status::Deleted;
+    let unthreaded = memory(Some("alice"), Tier::LongTerm, "no thread");
+    let mut rows = t.clone();
+    rows[3] = deleted;
+    rows.extend([
+        other_thread.clone(),
+        other_user,
+        other_tenant,
+        unthreaded.clone(),
+    ]);
+    insert(s, &rows).await;
+
+    let ask = [
+        t[0].id,
+        t[2].id,
+        t[4].id,
+        t[5].id,
+        other_thread.id,
+        unthreaded.id,
+    ];
+    let mut got = s.turns_beside(&ask).await.unwrap();
+    got.sort_by_key(|b| b.id);
+    let want = |id: &Memory, before: Option<&Memory>, after: Option<&Memory>| TurnsBeside {
+        id: id.id,
+        before: before.map(|m| m.id),
+        after: after.map(|m| m.id),
+    };
+    let mut expected = vec![
+        want(&t[0], None, Some(&t[1])),
+        want(&t[2], Some(&t[1]), Some(&t[4])), // t[3] is deleted
+        want(&t[4], Some(&t[2]), Some(&t[5])),
+        want(&t[5], Some(&t[4]), None),
+        want(&other_thread, None, None),
+    ];
+    expected.sort_by_key(|b| b.id);
+    assert_eq!(got, expected);
+    assert!(s.turns_beside(&[]).await.unwrap().is_empty());
 }
 
 async fn a_failing_insert_writes_nothing(b: Backend) {

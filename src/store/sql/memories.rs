@@ -13,8 +13,8 @@ use super::rows::{row_to_memory, update_memories};
 use super::D;
 use crate::domain::{Memory, Status, Tier};
 use crate::error::{Error, Result};
-use crate::store::sql::{ms, parse_uuid, Dialect, SqlStore, COLUMNS};
-use crate::store::{AuditEvent, ListQuery, Memories, StoreStats, ThreadRef};
+use crate::store::sql::{ms, parse_uuid, turns_beside_sql, Dialect, SqlStore, COLUMNS};
+use crate::store::{AuditEvent, ListQuery, Memories, StoreStats, ThreadRef, TurnsBeside};
 
 #[async_trait]
 impl Memories for SqlStore<D> {
@@ -203,6 +203,35 @@ impl Memories for SqlStore<D> {
         .fetch_one(&self.pool)
         .await?;
         Ok(n as u64)
+    }
+
+    async fn turns_beside(&self, ids: &[Uuid]) -> Result<Vec<TurnsBeside>> {
+        if let Some(direct) = &self.direct {
+            return direct.turns_beside(ids).await;
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let mut qb: QueryBuilder<D> = QueryBuilder::new(turns_beside_sql("IN ("));
+            let mut sep = qb.separated(", ");
+            for id in chunk {
+                sep.push_bind(id.to_string());
+            }
+            qb.push(")");
+            for row in qb.build().fetch_all(&self.pool).await? {
+                let side = |i: usize| -> Result<Option<Uuid>> {
+                    row.try_get::<Option<String>, _>(i)?
+                        .as_deref()
+                        .map(parse_uuid)
+                        .transpose()
+                };
+                out.push(TurnsBeside {
+                    id: parse_uuid(&row.try_get::<String, _>(0)?)?,
+                    before: side(1)?,
+                    after: side(2)?,
+                });
+            }
+        }
+        Ok(out)
     }
 
     async fn stats(&self) -> Result<StoreStats> {

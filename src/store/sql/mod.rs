@@ -130,6 +130,25 @@ pub(crate) fn from_ms(v: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(v).single().unwrap_or_default()
 }
 
+/// `(id, the turn before, the turn after)` of the memories whose id is
+/// `m.id <ids>` (the caller completes the id list). Each side is one descent
+/// of the thread index (tenant_id, user_id, thread_id, id).
+pub(crate) fn turns_beside_sql(ids: &str) -> String {
+    let side = |cmp: &str, order: &str| {
+        format!(
+            "(SELECT n.id FROM memories n WHERE n.tenant_id = m.tenant_id \
+             AND n.user_id = m.user_id AND n.thread_id = m.thread_id AND n.status = 'active' \
+             AND n.id {cmp} m.id ORDER BY n.id {order} LIMIT 1)"
+        )
+    };
+    format!(
+        "SELECT m.id, {}, {} FROM memories m \
+         WHERE m.user_id IS NOT NULL AND m.thread_id IS NOT NULL AND m.id {ids}",
+        side("<", "DESC"),
+        side(">", "ASC"),
+    )
+}
+
 fn parse_uuid(s: &str) -> Result<Uuid> {
     Uuid::parse_str(s).map_err(|e| Error::internal(format!("corrupt id `{s}` in store: {e}")))
 }

@@ -1,4 +1,5 @@
-//! SQLite's direct reader: the hydration of a search (`get_many`) read on
+//! SQLite's direct reader: the hydration of a search (`get_many`, and the
+//! conversation context's `turns_beside`) read on
 //! connections of its own, without sqlx.
 //!
 //! Why: sqlx's SQLite driver copies every value of every row
@@ -25,9 +26,10 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::decode::{self, Columns};
-use super::COLUMNS;
+use super::{parse_uuid as parse_id, COLUMNS};
 use crate::domain::Memory;
 use crate::error::{Error, Result};
+use crate::store::TurnsBeside;
 
 /// Idle connections kept for the next read (one per concurrent search up
 /// to this many; more searches at once open more, closed after use).
@@ -70,6 +72,18 @@ impl DirectReader {
             .map_err(Error::internal)?
     }
 
+    /// The turns beside each of `ids` ([`crate::store::Memories::turns_beside`]).
+    pub(crate) async fn turns_beside(self: &Arc<Self>, ids: &[Uuid]) -> Result<Vec<TurnsBeside>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let reader = self.clone();
+        let ids = serde_json::to_string(&ids).map_err(Error::internal)?;
+        tokio::task::spawn_blocking(move || reader.read_turns_beside(&ids))
+            .await
+            .map_err(Error::internal)?
+    }
+
     /// Drops the idle connections; reads after this fail.
     pub(crate) fn close(&self) {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -88,6 +102,28 @@ impl DirectReader {
             while let Some(row) = rows.next()? {
                 let memory = decode::memory(&Cells(row))?;
                 out.insert(memory.id, memory);
+            }
+            Ok(out)
+        })();
+        self.put_back(conn);
+        out
+    }
+
+    fn read_turns_beside(&self, ids_json: &str) -> Result<Vec<TurnsBeside>> {
+        let conn = self.take()?;
+        let out = (|| {
+            let mut statement = conn.prepare_cached(&super::turns_beside_sql(
+                "IN (SELECT value FROM json_each(?1))",
+            ))?;
+            let mut rows = statement.query([ids_json])?;
+            let id = |s: Option<String>| s.as_deref().map(parse_id).transpose();
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(TurnsBeside {
+                    id: parse_id(&row.get::<_, String>(0)?)?,
+                    before: id(row.get(1)?)?,
+                    after: id(row.get(2)?)?,
+                });
             }
             Ok(out)
         })();
