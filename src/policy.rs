@@ -501,6 +501,9 @@ pub struct IndexingPolicy {
     /// How often the repair loop checks the change feed against the indexes
     /// (`repair.rs`); a failed index write is healed within one to two.
     pub repair_interval_secs: u64,
+    /// Embed a turn of a conversation (a memory with a user and a
+    /// `thread_id`) with the end of the turn before it (`domain::turns`).
+    pub embed_previous_turn: bool,
 }
 
 impl Default for IndexingPolicy {
@@ -511,6 +514,7 @@ impl Default for IndexingPolicy {
             optimize_after_writes: 5000,
             optimize_interval_secs: 60,
             repair_interval_secs: 1,
+            embed_previous_turn: true,
         }
     }
 }

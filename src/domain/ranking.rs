@@ -460,7 +460,7 @@ pub struct ScoreBreakdown {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<super::rerank::RerankSignals>,
     /// The hit beside this turn in its conversation that lifted its score
-    /// (absent: it holds its own score; `[retrieval.context]`).
+    /// (absent: it holds its own score; `[retrieval.conversation]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<super::turns::TurnContext>,
     /// fused · decay · importance (· the second stage's factor), or the

@@ -16,6 +16,12 @@
 //! With `weight` < 1 a turn never passes the hit that lent to it; it can
 //! only pass hits that scored less than that share of the hit. Lending does
 //! not chain: only the ranked hits lend, not the turns they brought.
+//!
+//! At index time a turn is also embedded with the end of the turn before it
+//! ([`passage_input`], `[indexing] embed_previous_turn`): "Melanie: which
+//! painting did you finish?" then travels with "Caroline: a sunrise over the
+//! lake" into the vector leg. Only the turn *before*: it exists when the turn
+//! is written, so no vector has to change when a later turn arrives.
 
 use std::collections::HashMap;
 
@@ -26,7 +32,25 @@ use uuid::Uuid;
 use super::ranking::Hit;
 use super::Memory;
 
-/// The stage's parameters (`[retrieval.context]`).
+/// The most of the previous turn a passage carries, in characters: its end,
+/// so that the memory's own text keeps most of the model's window (the
+/// embedder truncates from the end; MiniLM reads 256 tokens).
+pub const PREVIOUS_TURN_CHARS: usize = 512;
+
+/// What the vector leg embeds for a memory: its text, after the end of the
+/// previous turn of its conversation when there is one.
+pub fn passage_input<'a>(text: &'a str, previous: Option<&str>) -> std::borrow::Cow<'a, str> {
+    match previous.map(str::trim).filter(|p| !p.is_empty()) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some(p) => {
+            let skip = p.chars().count().saturating_sub(PREVIOUS_TURN_CHARS);
+            let start = p.char_indices().nth(skip).map_or(0, |(i, _)| i);
+            std::borrow::Cow::Owned(format!("{}\n{text}", &p[start..]))
+        }
+    }
+}
+
+/// The stage's parameters (`[retrieval.conversation]`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TurnContextParams {
     /// Best hits whose neighbouring turns are brought in.
@@ -218,6 +242,17 @@ mod tests {
             out[2].breakdown.context.unwrap().beside,
             Uuid::from_u128(10)
         );
+    }
+
+    #[test]
+    fn a_passage_carries_the_end_of_the_previous_turn() {
+        assert_eq!(passage_input("B: yes", None), "B: yes");
+        assert_eq!(passage_input("B: yes", Some("  ")), "B: yes");
+        assert_eq!(passage_input("B: yes", Some("A: tea?")), "A: tea?\nB: yes");
+        let long: String = "好".repeat(PREVIOUS_TURN_CHARS) + "茶吗";
+        let got = passage_input("B: 是", Some(&long));
+        assert_eq!(got.chars().count(), PREVIOUS_TURN_CHARS + 1 + 4);
+        assert!(got.starts_with('好') && got.ends_with("茶吗\nB: 是"));
     }
 
     #[test]

@@ -234,14 +234,21 @@ async fn ingest(
     // The store's cache is kept per owner: the texts of each owner the set's
     // documents will be written for (a set may hold several users).
     let now = engine.clock().now();
-    let doc_hashes = set
+    let prepared = set
         .docs
         .iter()
-        .map(|d| {
-            let memory = engine.prepare(&actor, d.memory.clone(), now)?;
-            Ok((CacheOwner::of(&memory), text_hash(&memory.text)))
-        })
+        .map(|d| Ok(engine.prepare(&actor, d.memory.clone(), now)?))
         .collect::<Result<Vec<_>>>()?;
+    // What the engine will embed for each document (a turn carries the one
+    // before it), keyed as its cache keys it; the store is still empty, so
+    // each turn's previous turn comes from the corpus, as in the ingest.
+    let inputs = engine.passage_inputs(&prepared).await?;
+    let doc_hashes: Vec<(CacheOwner, String)> = prepared
+        .iter()
+        .zip(&inputs)
+        .map(|(m, input)| (CacheOwner::of(m), text_hash(input)))
+        .collect();
+    drop(inputs);
     let mut owners = CacheOwner::group(doc_hashes.to_vec());
     for (_, hashes) in &mut owners {
         hashes.sort();

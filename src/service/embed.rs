@@ -2,10 +2,12 @@
 //! owner), then the embedder off the async runtime, bounded by the engine's
 //! permits (beyond them, `Overloaded`).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::{blocking, Engine, SEARCH_RESERVED_PERMITS};
-use crate::domain::Memory;
+use crate::domain::turns::passage_input;
+use crate::domain::{Memory, Status};
 use crate::error::{Error, Result};
 use crate::store::{text_hash, CacheOwner, ThreadRef};
 
@@ -25,7 +27,8 @@ impl Engine {
         memories: &[Memory],
         from_thread: Option<ThreadRef<'_>>,
     ) -> Result<Vec<Vec<f32>>> {
-        let hashes: Vec<String> = memories.iter().map(|m| text_hash(&m.text)).collect();
+        let inputs = self.passage_inputs(memories).await?;
+        let hashes: Vec<String> = inputs.iter().map(|t| text_hash(t)).collect();
         let model = self.0.embedder.model_id().to_string();
         let owners = CacheOwner::group(memories.iter().map(CacheOwner::of).zip(0..));
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; memories.len()];
@@ -43,9 +46,9 @@ impl Engine {
         // Each missing text once, in first-seen order.
         let mut missing: Vec<(&str, &str)> = Vec::new();
         let mut seen = HashSet::new();
-        for (i, m) in memories.iter().enumerate() {
+        for (i, input) in inputs.iter().enumerate() {
             if vectors[i].is_none() && seen.insert(hashes[i].as_str()) {
-                missing.push((hashes[i].as_str(), m.text.as_str()));
+                missing.push((hashes[i].as_str(), input));
             }
         }
         if !missing.is_empty() {
@@ -88,6 +91,54 @@ impl Engine {
             .into_iter()
             .map(|v| v.ok_or_else(|| Error::internal("embedding missing after embedding")))
             .collect()
+    }
+
+    /// What the vector leg embeds for each memory: its text, and for a turn
+    /// of a conversation (a user and a `thread_id`) the end of the active
+    /// turn before it (`domain::turns::passage_input`) when
+    /// `[indexing] embed_previous_turn` is on. The turn before is the
+    /// batch's previous turn of that conversation, and for the batch's first
+    /// the store's; the embedding cache is keyed by what was embedded.
+    pub(crate) async fn passage_inputs<'a>(
+        &self,
+        memories: &'a [Memory],
+    ) -> Result<Vec<Cow<'a, str>>> {
+        let mut previous: Vec<Option<Cow<'a, str>>> = vec![None; memories.len()];
+        if self.0.policy.indexing.embed_previous_turn {
+            let mut conversations: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
+            for (i, m) in memories.iter().enumerate() {
+                if let (Some(user), Some(thread)) = (m.user_id.as_deref(), m.thread_id.as_deref()) {
+                    conversations
+                        .entry((m.tenant_id.as_str(), user, thread))
+                        .or_default()
+                        .push(i);
+                }
+            }
+            for ((tenant, user, thread), mut turns) in conversations {
+                turns.sort_by_key(|&i| memories[i].id);
+                let first = memories[turns[0]].id;
+                let mut last: Option<Cow<'a, str>> = self
+                    .0
+                    .store
+                    .turn_before(tenant, user, thread, first)
+                    .await?
+                    .map(Cow::Owned);
+                for i in turns {
+                    previous[i] = last.clone();
+                    if memories[i].status == Status::Active {
+                        last = Some(Cow::Borrowed(memories[i].text.as_str()));
+                    }
+                }
+            }
+        }
+        Ok(memories
+            .iter()
+            .zip(previous)
+            .map(|(m, p)| match p {
+                None => Cow::Borrowed(m.text.as_str()),
+                Some(p) => Cow::Owned(passage_input(&m.text, Some(&p)).into_owned()),
+            })
+            .collect())
     }
 
     pub(super) fn embed_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {

@@ -304,6 +304,16 @@ pub trait Memories: Send + Sync {
     /// the one just after it in id order (creation order). Ids without a
     /// user or a thread are left out.
     async fn turns_beside(&self, ids: &[Uuid]) -> Result<Vec<TurnsBeside>>;
+    /// The text of the active memory of `tenant_id`/`user_id`/`thread_id`
+    /// with the greatest id below `before`: the turn before a turn being
+    /// embedded (which need not be stored yet).
+    async fn turn_before(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        thread_id: &str,
+        before: Uuid,
+    ) -> Result<Option<String>>;
 }
 
 pub use crate::domain::turns::TurnsBeside;

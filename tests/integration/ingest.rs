@@ -324,3 +324,73 @@ async fn mnemo_ingest_checks_the_whole_file_then_streams_it() {
     );
     engine.shutdown().await.unwrap();
 }
+
+/// `[indexing] embed_previous_turn`: a turn of a conversation is embedded
+/// after the turn before it — from its own batch, or from the store for the
+/// first turn of a later write — and nothing else is.
+#[tokio::test]
+async fn a_turn_is_embedded_with_the_turn_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let embedder = HookedEmbedder {
+        inner: HashingEmbedder::new(64),
+        before_passages: move |texts: &[&str]| {
+            log.lock()
+                .unwrap()
+                .extend(texts.iter().map(|t| t.to_string()));
+        },
+    };
+    let engine = engine(dir.path(), embedder).await;
+    let actor = Actor::local("t");
+    let turn = |user: &str, text: &str| mnemo::domain::NewMemory {
+        thread_id: Some("s1".into()),
+        ..long_term(user, text)
+    };
+    let embedded = || {
+        let mut got: Vec<String> = seen.lock().unwrap().drain(..).collect();
+        got.sort();
+        got.dedup();
+        got
+    };
+    engine
+        .add(
+            &actor,
+            vec![
+                turn("u", "A: tea or coffee?"),
+                turn("u", "B: green tea"),
+                long_term("u", "B keeps bees"),
+                turn("v", "C: another user's turn"),
+            ],
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        embedded(),
+        vec![
+            "A: tea or coffee?",
+            "A: tea or coffee?\nB: green tea",
+            "B keeps bees",
+            "C: another user's turn",
+        ]
+    );
+    // A later write: its first turn's previous turn is read from the store.
+    engine
+        .add(&actor, vec![turn("u", "A: noted")], true)
+        .await
+        .unwrap();
+    assert_eq!(embedded(), vec!["B: green tea\nA: noted"]);
+    // A deleted turn is no one's previous turn.
+    let last = engine
+        .add(&actor, vec![turn("u", "B: bye")], true)
+        .await
+        .unwrap();
+    assert_eq!(embedded(), vec!["A: noted\nB: bye"]);
+    engine.delete(&actor, last[0].id).await.unwrap();
+    engine
+        .add(&actor, vec![turn("u", "A: see you")], true)
+        .await
+        .unwrap();
+    assert_eq!(embedded(), vec!["A: noted\nA: see you"]);
+}

@@ -248,6 +248,23 @@ async fn turns_beside_are_the_neighbours_within_one_conversation(b: Backend) {
     expected.sort_by_key(|b| b.id);
     assert_eq!(got, expected);
     assert!(s.turns_beside(&[]).await.unwrap().is_empty());
+
+    // The turn before an id, stored or not: the same order and rules.
+    let before = |id: Uuid| async move {
+        s.turn_before(DEFAULT_TENANT, "alice", "s1", id)
+            .await
+            .unwrap()
+    };
+    assert_eq!(before(t[4].id).await, Some(t[2].text.clone()));
+    assert_eq!(before(t[0].id).await, None);
+    let unstored = Uuid::from_u128((1 << 100) + 99);
+    assert_eq!(before(unstored).await, Some(t[5].text.clone()));
+    assert_eq!(
+        s.turn_before(DEFAULT_TENANT, "alice", "s2", unstored)
+            .await
+            .unwrap(),
+        Some(other_thread.text.clone())
+    );
 }
 
 async fn a_failing_insert_writes_nothing(b: Backend) {

@@ -234,6 +234,26 @@ impl Memories for SqlStore<D> {
         Ok(out)
     }
 
+    async fn turn_before(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        thread_id: &str,
+        before: Uuid,
+    ) -> Result<Option<String>> {
+        // One descent of the thread index (tenant_id, user_id, thread_id, id).
+        Ok(sqlx::query_scalar(
+            "SELECT text FROM memories WHERE tenant_id = $1 AND user_id = $2 \
+             AND thread_id = $3 AND status = 'active' AND id < $4 ORDER BY id DESC LIMIT 1",
+        )
+        .bind(tenant_id)
+        .bind(user_id)
+        .bind(thread_id)
+        .bind(before.to_string())
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
     async fn stats(&self) -> Result<StoreStats> {
         let rows = sqlx::query(
             "SELECT tier, status, COUNT(*) FROM memories GROUP BY tier, status ORDER BY tier, status",
