@@ -924,6 +924,11 @@ pub struct EvalArgs {
     /// Stop at the first bad line of a set (default: leave it out and count it in the report).
     #[arg(long)]
     pub strict: bool,
+    /// Ingest through the memory lifecycle, as users' writes arrive: documents in
+    /// created_at order, one write each, reinforcement and correction detection on;
+    /// a document merged into an earlier memory is scored as that memory.
+    #[arg(long)]
+    pub lifecycle: bool,
     /// Persistent document-embedding cache
     /// (default: $XDG_CACHE_HOME/mnemo or ~/.cache/mnemo, else <out>/.cache).
     #[arg(long)]
@@ -988,6 +993,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
     config.ks = a.k;
     config.compare = compare;
     config.strict = a.strict;
+    config.lifecycle = a.lifecycle;
     config.policy = g.policy()?;
     config.cache_dir = Some(cache_dir);
     let started = std::time::Instant::now();

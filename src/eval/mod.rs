@@ -232,6 +232,11 @@ pub struct EvalConfig {
     /// Stop at the first bad line of a set (default: skip it and count it
     /// in the report).
     pub strict: bool,
+    /// Ingest through the memory lifecycle (`--lifecycle`): documents in
+    /// `created_at` order, one write each, with reinforcement and
+    /// correction detection on; a document merged into an earlier memory
+    /// is scored as that memory.
+    pub lifecycle: bool,
     /// Where the persistent embedding cache lives; `None` = no cache.
     pub cache_dir: Option<PathBuf>,
     /// Parent of the temporary data directories (system temp when `None`).
@@ -256,6 +261,7 @@ impl EvalConfig {
             policy: Policy::default(),
             embedder,
             strict: false,
+            lifecycle: false,
             cache_dir: None,
             work_dir: None,
             vectors: crate::vector::VectorBackend::Embedded,

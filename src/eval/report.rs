@@ -22,6 +22,15 @@ pub struct EmbedLatency {
     pub p95: Option<f64>,
 }
 
+/// The lifecycle's outcomes over a set's documents (`--lifecycle`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LifecycleCounts {
+    pub created: usize,
+    pub reinforced: usize,
+    pub promoted: usize,
+    pub superseded: usize,
+}
+
 /// What the report says about a set beyond its runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SetInfo {
@@ -44,6 +53,9 @@ pub struct SetInfo {
     /// Documents that are turns of a conversation.
     #[serde(default)]
     pub threaded_documents: usize,
+    /// What the lifecycle did with the documents (`--lifecycle` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<LifecycleCounts>,
     pub ingest_secs: f64,
     pub ingest_per_s: f64,
     /// Document embeddings found in the persistent cache.
@@ -268,6 +280,12 @@ impl Report {
         if let Some(g) = &s.group_by {
             notes.push(format!(
                 "Group metrics by `{g}`: a group counts as retrieved when any of its documents is."
+            ));
+        }
+        if let Some(l) = &s.lifecycle {
+            notes.push(format!(
+                "Ingested through the lifecycle (`--lifecycle`), in `created_at` order: {} stored, {} reinforced an earlier memory, {} promoted a pending one, {} superseded an earlier memory. A merged document is scored as the memory that absorbed it.",
+                l.created, l.reinforced, l.promoted, l.superseded
             ));
         }
         if s.threaded_documents > 0 {

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::cache::{query_key, EmbeddingCache, QueryMemo};
 use super::metrics::{self, Judgments, Latency, MetricMap};
-use super::report::{EmbedLatency, Run, SetInfo};
+use super::report::{EmbedLatency, LifecycleCounts, Run, SetInfo};
 use super::set::EvalSet;
 use super::similarity::{self, QueryPairs, Similarity};
 use super::{EvalConfig, Progress, Result};
@@ -59,11 +59,14 @@ pub async fn run_set(
     })?;
     let default_at = set.default_asked_at();
     let clock = ManualClock::new(default_at);
-    // An evaluation corpus is taken as given: every document stays its own
-    // memory under its own id, or the qrels would point at merged-away ids.
+    // An evaluation corpus is taken as given, every document its own memory
+    // under its own id — unless `--lifecycle` asks for what users get, where
+    // a merged document is scored as the memory that absorbed it.
     let mut policy = config.policy.clone();
-    policy.lifecycle.reinforce_duplicates = false;
-    policy.lifecycle.detect_corrections = false;
+    if !config.lifecycle {
+        policy.lifecycle.reinforce_duplicates = false;
+        policy.lifecycle.detect_corrections = false;
+    }
     // Long documents are indexed whole (the embedder truncates to its window).
     let api_limit = policy.limits.max_text_bytes;
     let over_limit = set
@@ -106,6 +109,8 @@ pub async fn run_set(
             seeded: cached,
             mut learned,
             doc_vectors,
+            merged_into,
+            lifecycle,
         } = ingest(config, set, &engine, cache.as_ref(), progress).await?;
         let uses_vectors = config
             .variants
@@ -140,7 +145,8 @@ pub async fn run_set(
         });
         let mut runs = Vec::new();
         for v in &config.variants {
-            let mut run = run_variant(config, set, &engine, &clock, v, progress).await?;
+            let mut run =
+                run_variant(config, set, &engine, &clock, v, &merged_into, progress).await?;
             if run.latency_ms.embed_p50.is_some() {
                 run.latency_ms.embed_p50 = query_embed_ms.as_ref().and_then(|l| l.p50);
             }
@@ -153,6 +159,7 @@ pub async fn run_set(
             query_embed_ms,
             similarity,
             runs,
+            lifecycle,
         ))
     }
     .await;
@@ -175,6 +182,7 @@ pub async fn run_set(
         query_embed_ms,
         similarity,
         mut runs,
+        lifecycle,
     ) = result?;
     let ingest_per_s = set.docs.len() as f64 / ingest_secs.max(1e-9);
     for r in &mut runs {
@@ -192,6 +200,7 @@ pub async fn run_set(
         group_by: set.group_by.clone(),
         thread_by: set.thread_by.clone(),
         threaded_documents: set.threaded,
+        lifecycle,
         ingest_secs,
         ingest_per_s,
         embeddings_cached,
@@ -218,6 +227,10 @@ struct Ingested {
     learned: CacheEntries,
     /// Each document's vector, in corpus order (`None` if the store has none).
     doc_vectors: Vec<Option<Vec<f32>>>,
+    /// `--lifecycle`: each document merged into an earlier memory → that
+    /// memory's document id.
+    merged_into: HashMap<String, String>,
+    lifecycle: Option<LifecycleCounts>,
 }
 
 /// Seeds the store's embedding cache, writes the corpus, and reads back
@@ -275,9 +288,17 @@ async fn ingest(
     let batch = INGEST_BATCH.min(config.policy.limits.max_batch).max(1);
     progress.start(&format!("{}: ingest", set.name), set.docs.len() as u64);
     let started = Instant::now();
-    let items: Vec<_> = set.docs.iter().map(|d| d.memory.clone()).collect();
-    crate::service::ingest::add_bulk(engine, &actor, items, batch, |n| progress.advance(n as u64))
+    let (merged_into, lifecycle) = if config.lifecycle {
+        let (merged, counts) = ingest_through_lifecycle(set, engine, &actor, progress).await?;
+        (merged, Some(counts))
+    } else {
+        let items: Vec<_> = set.docs.iter().map(|d| d.memory.clone()).collect();
+        crate::service::ingest::add_bulk(engine, &actor, items, batch, |n| {
+            progress.advance(n as u64)
+        })
         .await?;
+        (HashMap::new(), None)
+    };
     engine.commit().await?;
     engine.optimize().await?;
     let secs = started.elapsed().as_secs_f64();
@@ -311,7 +332,55 @@ async fn ingest(
         seeded,
         learned,
         doc_vectors,
+        merged_into,
+        lifecycle,
     })
+}
+
+/// `--lifecycle`: each document written on its own, in `created_at` order
+/// (corpus order at equal times), through the same `remember` as every
+/// write, so that a repeated fact reinforces the earlier memory and a
+/// correction supersedes it. Returns the merged documents (→ the document
+/// id of the memory that absorbed each) and the outcome counts.
+async fn ingest_through_lifecycle(
+    set: &EvalSet,
+    engine: &Engine,
+    actor: &Actor,
+    progress: &dyn Progress,
+) -> Result<(HashMap<String, String>, LifecycleCounts)> {
+    use crate::service::Outcome;
+    let mut order: Vec<&super::set::Doc> = set.docs.iter().collect();
+    order.sort_by_key(|d| d.memory.created_at);
+    let mut merged_into = HashMap::new();
+    let mut counts = LifecycleCounts::default();
+    for d in order {
+        let written = engine
+            .remember(actor, vec![d.memory.clone()], false)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| crate::Error::internal("remember returned no outcome"))?;
+        match written.outcome {
+            Outcome::Created => counts.created += 1,
+            Outcome::Superseded { .. } => counts.superseded += 1,
+            Outcome::Reinforced | Outcome::Promoted => {
+                if written.outcome == Outcome::Reinforced {
+                    counts.reinforced += 1;
+                } else {
+                    counts.promoted += 1;
+                }
+                let into = written
+                    .memory
+                    .metadata
+                    .get("doc_id")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                merged_into.insert(d.id.clone(), into.to_string());
+            }
+        }
+        progress.advance(1);
+    }
+    Ok((merged_into, counts))
 }
 
 /// Measures the model's cosine populations on the set (relevant against
@@ -447,6 +516,7 @@ async fn run_variant(
     engine: &Engine,
     clock: &ManualClock,
     variant: &super::Variant,
+    merged_into: &HashMap<String, String>,
     progress: &dyn Progress,
 ) -> Result<Run> {
     let params = variant.params(&config.policy);
@@ -484,7 +554,14 @@ async fn run_variant(
             .iter()
             .filter_map(|h| h.memory.metadata.get("doc_id").and_then(|v| v.as_str()))
             .collect();
-        let judgments = &set.qrels[&q.id];
+        // A merged document's relevance goes to the memory that absorbed it.
+        let lifted;
+        let judgments = if merged_into.is_empty() {
+            &set.qrels[&q.id]
+        } else {
+            lifted = merged_judgments(&set.qrels[&q.id], merged_into);
+            &lifted
+        };
         let m = metrics::query_metrics(ranking.iter().copied(), judgments, &config.ks);
         let gm = groups.as_ref().map(|g| {
             let gj = group_judgments(judgments, g);
@@ -547,6 +624,18 @@ fn group_key(d: &super::set::Doc) -> String {
         Some(g) => format!("{owner}\u{1f}{g}"),
         None => format!("{owner}\u{1f}\u{0}{}", d.id),
     }
+}
+
+/// A query's judgments with each merged document's relevance moved to the
+/// document that absorbed it (the better of the two).
+fn merged_judgments(j: &Judgments, merged_into: &HashMap<String, String>) -> Judgments {
+    let mut out = Judgments::with_capacity(j.len());
+    for (doc, rel) in j {
+        let at = merged_into.get(doc).unwrap_or(doc);
+        let e = out.entry(at.clone()).or_insert(0);
+        *e = (*e).max(*rel);
+    }
+    out
 }
 
 /// A query's judgments lifted to groups (a group's relevance is its best

@@ -399,3 +399,83 @@ async fn several_comparisons_and_the_models_cosine_spread_are_reported() {
     assert_eq!(again.sets[0].query_embeddings_cached, 0);
     assert_eq!(again.runs[2].metrics, report.runs[2].metrics);
 }
+
+/// `--lifecycle`: documents go in by `created_at` (not corpus order) through
+/// the real write path, so a correction supersedes the fact it corrects and
+/// a repeated fact reinforces the first; the repeated document is scored as
+/// the memory that absorbed it.
+#[tokio::test]
+async fn lifecycle_ingest_supersedes_corrections_and_scores_merged_documents() {
+    let assets = crate::real_embedder::ensure_assets();
+    let embedder =
+        OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("lifecycle");
+    let doc = |id: &str, text: &str, at: &str| {
+        format!(
+            r#"{{"id":"{id}","text":"{text}","user_id":"u1","created_at":"{at}T00:00:00Z","memory_type":"long_term"}}"#
+        )
+    };
+    let corpus = [
+        // The correction is listed first: only created_at order sees it as one.
+        doc("p2", "Actually, my phone number is 555-0199.", "2025-03-01"),
+        doc("p1", "My phone number is 555-0100.", "2025-01-01"),
+        doc("t1", "I drink green tea every morning.", "2025-01-02"),
+        doc("t2", "I drink green tea every morning.", "2025-02-01"),
+        doc("c1", "The car is blue.", "2025-01-03"),
+    ];
+    let queries = [
+        r#"{"id":"qa","text":"what is my phone number","user_id":"u1","meta":{}}"#,
+        r#"{"id":"qb","text":"what do I drink in the morning","user_id":"u1","meta":{}}"#,
+    ];
+    let corpus: Vec<&str> = corpus.iter().map(String::as_str).collect();
+    write_set(&set, &corpus, &queries, &["qa\tp2\t1", "qb\tt2\t1"]);
+    let run = |lifecycle: bool| {
+        let (set, embedder, work) = (set.clone(), embedder.clone(), tmp.path().join("work"));
+        async move {
+            let mut config = EvalConfig::new(vec![set], embedder);
+            config.variants = vec![Variant::Preset(Preset::Hybrid)];
+            config.lifecycle = lifecycle;
+            config.work_dir = Some(work);
+            eval::run(config, &()).await.unwrap()
+        }
+    };
+
+    let metric = |r: &mnemo::eval::report::Report, query: &str| {
+        r.runs[0]
+            .per_query
+            .iter()
+            .find(|(q, _)| q == query)
+            .map(|(_, m)| m["recall_any@5"])
+            .unwrap()
+    };
+    let plain = run(false).await;
+    assert_eq!(plain.sets[0].lifecycle, None);
+    assert_eq!(metric(&plain, "qb"), 1.0, "as given, t2 is its own memory");
+
+    let report = run(true).await;
+    let counts = report.sets[0].lifecycle.clone().expect("lifecycle counts");
+    assert_eq!(
+        (
+            counts.created,
+            counts.superseded,
+            counts.reinforced,
+            counts.promoted
+        ),
+        (3, 1, 1, 0)
+    );
+    // t2 reinforced t1: the memory found is t1's, scored as t2.
+    assert_eq!(metric(&report, "qb"), 1.0);
+    // The corrected number is found, and the old one is superseded: one
+    // phone number left to rank, so the correction is first.
+    let first = |r: &mnemo::eval::report::Report| {
+        r.runs[0]
+            .per_query
+            .iter()
+            .find(|(q, _)| q == "qa")
+            .map(|(_, m)| m["recall_any@1"])
+            .unwrap()
+    };
+    assert_eq!(first(&report), 1.0);
+    assert!(report.markdown().contains("Ingested through the lifecycle"));
+}
