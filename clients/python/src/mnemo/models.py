@@ -245,6 +245,17 @@ class RerankSignals(Response):
     factor: float
 
 
+class TurnContext(Response):
+    """Why a turn holds its score through conversation context
+    (``[retrieval.conversation]``): the hit beside it lent it a share."""
+
+    __schema_name__ = "TurnContext"
+    #: The hit this turn is beside in its conversation.
+    beside: UUID
+    #: The score lent: the policy's weight times that hit's score.
+    lent_score: float
+
+
 class ScoreBreakdown(Response):
     __schema_name__ = "ScoreBreakdown"
     bm25_score: Optional[float] = None
@@ -264,6 +275,8 @@ class ScoreBreakdown(Response):
     importance_factor: float
     #: The second stage's signals (absent when it did not see the hit).
     rerank: Optional[RerankSignals] = None
+    #: Present when a neighbouring turn's loan set the score.
+    context: Optional[TurnContext] = None
     final_score: float
 
 
