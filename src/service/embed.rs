@@ -27,7 +27,20 @@ impl Engine {
         memories: &[Memory],
         from_thread: Option<ThreadRef<'_>>,
     ) -> Result<Vec<Vec<f32>>> {
-        let inputs = self.passage_inputs(memories).await?;
+        self.embed_passages_after(&[], memories, from_thread).await
+    }
+
+    /// [`Engine::embed_passages_from`] for memories that follow `preceding`
+    /// (written just before them, or about to be): a turn's previous turn
+    /// may be among those. Bulk ingest embeds a batch ahead of its write
+    /// while the batch before is still being written.
+    pub(crate) async fn embed_passages_after(
+        &self,
+        preceding: &[Memory],
+        memories: &[Memory],
+        from_thread: Option<ThreadRef<'_>>,
+    ) -> Result<Vec<Vec<f32>>> {
+        let inputs = self.passage_inputs_after(preceding, memories).await?;
         let hashes: Vec<String> = inputs.iter().map(|t| text_hash(t)).collect();
         let model = self.0.embedder.model_id().to_string();
         let owners = CacheOwner::group(memories.iter().map(CacheOwner::of).zip(0..));
@@ -103,30 +116,52 @@ impl Engine {
         &self,
         memories: &'a [Memory],
     ) -> Result<Vec<Cow<'a, str>>> {
+        self.passage_inputs_after(&[], memories).await
+    }
+
+    /// [`Engine::passage_inputs`] where `preceding` came just before
+    /// `memories`: a conversation whose last turns are there starts from
+    /// them instead of the store.
+    async fn passage_inputs_after<'a>(
+        &self,
+        preceding: &'a [Memory],
+        memories: &'a [Memory],
+    ) -> Result<Vec<Cow<'a, str>>> {
         let mut previous: Vec<Option<Cow<'a, str>>> = vec![None; memories.len()];
         if self.0.policy.indexing.embed_previous_turn {
-            let mut conversations: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
-            for (i, m) in memories.iter().enumerate() {
+            // Per conversation, its turns here: (id, index in `memories`
+            // or None for a preceding one, the memory).
+            type Turn<'m> = (uuid::Uuid, Option<usize>, &'m Memory);
+            let mut conversations: HashMap<(&str, &str, &str), Vec<Turn<'a>>> = HashMap::new();
+            let tagged = preceding
+                .iter()
+                .map(|m| (None, m))
+                .chain(memories.iter().enumerate().map(|(i, m)| (Some(i), m)));
+            for (i, m) in tagged {
                 if let (Some(user), Some(thread)) = (m.user_id.as_deref(), m.thread_id.as_deref()) {
                     conversations
                         .entry((m.tenant_id.as_str(), user, thread))
                         .or_default()
-                        .push(i);
+                        .push((m.id, i, m));
                 }
             }
             for ((tenant, user, thread), mut turns) in conversations {
-                turns.sort_by_key(|&i| memories[i].id);
-                let first = memories[turns[0]].id;
-                let mut last: Option<Cow<'a, str>> = self
-                    .0
-                    .store
-                    .turn_before(tenant, user, thread, first)
-                    .await?
-                    .map(Cow::Owned);
-                for i in turns {
-                    previous[i] = last.clone();
-                    if memories[i].status == Status::Active {
-                        last = Some(Cow::Borrowed(memories[i].text.as_str()));
+                turns.sort_by_key(|t| t.0);
+                let mut last: Option<Cow<'a, str>> = match turns[0] {
+                    (first, Some(_), _) => self
+                        .0
+                        .store
+                        .turn_before(tenant, user, thread, first)
+                        .await?
+                        .map(Cow::Owned),
+                    (_, None, _) => None,
+                };
+                for (_, i, m) in turns {
+                    if let Some(i) = i {
+                        previous[i] = last.clone();
+                    }
+                    if m.status == Status::Active {
+                        last = Some(Cow::Borrowed(m.text.as_str()));
                     }
                 }
             }

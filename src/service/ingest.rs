@@ -20,7 +20,7 @@ use std::future::Future;
 use tokio::sync::mpsc;
 
 use crate::domain::Actor;
-use crate::domain::NewMemory;
+use crate::domain::{Memory, NewMemory};
 use crate::error::Result;
 use crate::service::Engine;
 
@@ -61,9 +61,10 @@ pub async fn add_bulk(
     pipeline(
         |tx: mpsc::Sender<Vec<NewMemory>>| async move {
             let mut items = items.into_iter().peekable();
+            let mut before: Vec<Memory> = Vec::new();
             while items.peek().is_some() {
                 let chunk: Vec<NewMemory> = items.by_ref().take(batch).collect();
-                prefetch_embeddings(engine, actor, &chunk).await;
+                before = prefetch_embeddings(engine, actor, &chunk, &before).await;
                 if tx.send(chunk).await.is_err() {
                     break;
                 }
@@ -84,21 +85,30 @@ pub async fn add_bulk(
     .await
 }
 
-/// Embeds the valid items of a batch into the engine's embedding cache.
-/// Failures are left for [`Engine::add`] to report: it validates and
-/// embeds again whatever is not cached.
-async fn prefetch_embeddings(engine: &Engine, actor: &Actor, chunk: &[NewMemory]) {
+/// Embeds the valid items of a batch into the engine's embedding cache and
+/// returns them prepared. `before` is the batch before, which may still be
+/// being written: a turn whose previous turn is there is embedded with it,
+/// as the write will (it finds that turn in the store by then). Failures
+/// are left for [`Engine::add`] to report: it validates and embeds again
+/// whatever is not cached.
+async fn prefetch_embeddings(
+    engine: &Engine,
+    actor: &Actor,
+    chunk: &[NewMemory],
+    before: &[Memory],
+) -> Vec<Memory> {
     let now = engine.clock().now();
     let memories: Vec<_> = chunk
         .iter()
         .filter_map(|n| engine.prepare(actor, n.clone(), now).ok())
         .collect();
     if memories.is_empty() {
-        return;
+        return memories;
     }
-    if let Err(e) = engine.embed_passages(&memories).await {
+    if let Err(e) = engine.embed_passages_after(before, &memories, None).await {
         tracing::debug!(error = %e, "embedding ahead of the write failed; the write embeds");
     }
+    memories
 }
 
 #[cfg(test)]

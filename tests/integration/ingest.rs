@@ -325,22 +325,32 @@ async fn mnemo_ingest_checks_the_whole_file_then_streams_it() {
     engine.shutdown().await.unwrap();
 }
 
+/// The passages an embedder was given, in order.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// An embedder that records every passage it embeds, after `delay`.
+fn recording_embedder(delay: Duration) -> (HookedEmbedder<impl Fn(&[&str]) + Send + Sync>, Seen) {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let embedder = HookedEmbedder {
+        inner: HashingEmbedder::new(64),
+        before_passages: move |texts: &[&str]| {
+            std::thread::sleep(delay);
+            log.lock()
+                .unwrap()
+                .extend(texts.iter().map(|t| t.to_string()));
+        },
+    };
+    (embedder, seen)
+}
+
 /// `[indexing] embed_previous_turn`: a turn of a conversation is embedded
 /// after the turn before it — from its own batch, or from the store for the
 /// first turn of a later write — and nothing else is.
 #[tokio::test]
 async fn a_turn_is_embedded_with_the_turn_before_it() {
     let dir = tempfile::tempdir().unwrap();
-    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let log = seen.clone();
-    let embedder = HookedEmbedder {
-        inner: HashingEmbedder::new(64),
-        before_passages: move |texts: &[&str]| {
-            log.lock()
-                .unwrap()
-                .extend(texts.iter().map(|t| t.to_string()));
-        },
-    };
+    let (embedder, seen) = recording_embedder(Duration::ZERO);
     let engine = engine(dir.path(), embedder).await;
     let actor = Actor::local("t");
     let turn = |user: &str, text: &str| mnemo::domain::NewMemory {
@@ -393,4 +403,45 @@ async fn a_turn_is_embedded_with_the_turn_before_it() {
         .await
         .unwrap();
     assert_eq!(embedded(), vec!["A: noted\nA: see you"]);
+}
+
+/// Bulk ingest embeds a batch ahead of its write while the batch before is
+/// still being written: a turn whose previous turn is in that batch is still
+/// embedded once, with that turn (not with an older one from the store and
+/// then again by its write).
+#[tokio::test]
+async fn bulk_ingest_embeds_each_turn_once_across_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    // Slow enough that the next batch is embedded while this one is still
+    // being written.
+    let (embedder, seen) = recording_embedder(Duration::from_millis(20));
+    let engine = engine(dir.path(), embedder).await;
+    let actor = Actor::local("t");
+    // Two conversations interleaved, so each batch of 4 starts both anew.
+    let mut items = Vec::new();
+    let mut expected = Vec::new();
+    for n in 0..12 {
+        for thread in ["a", "b"] {
+            let text = format!("{thread} turn {n}");
+            expected.push(if n == 0 {
+                text.clone()
+            } else {
+                format!("{thread} turn {}\n{text}", n - 1)
+            });
+            items.push(mnemo::domain::NewMemory {
+                thread_id: Some(thread.into()),
+                ..long_term("u", &text)
+            });
+        }
+    }
+    mnemo::service::ingest::add_bulk(&engine, &actor, items, 4, |_| {})
+        .await
+        .unwrap();
+    let mut embedded = seen.lock().unwrap().clone();
+    embedded.sort();
+    expected.sort();
+    assert_eq!(
+        embedded, expected,
+        "each turn embedded once, with its previous turn"
+    );
 }
