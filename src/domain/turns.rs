@@ -104,12 +104,15 @@ pub fn missing_turns(
 
 /// Lends the best `params.depth` hits' scores to the turns beside them
 /// (`turns` holds those that are not hits yet, already checked against the
-/// query's scope) and returns the hits sorted again, best first.
+/// query's scope) and returns the hits sorted again, best first. A turn
+/// that was not a hit enters only with a lent score of at least
+/// `min_score` (the policy's `retrieval.min_score`, as for any hit).
 pub fn lend_to_turns(
     mut hits: Vec<Hit>,
     beside: &[TurnsBeside],
     mut turns: HashMap<Uuid, Memory>,
     params: &TurnContextParams,
+    min_score: f32,
 ) -> Vec<Hit> {
     let depth = params.depth.min(hits.len());
     if depth == 0 || params.weight <= 0.0 {
@@ -143,6 +146,9 @@ pub fn lend_to_turns(
         }
     }
     for (id, loan) in loans {
+        if loan.lent_score < min_score {
+            continue;
+        }
         let Some(memory) = turns.remove(&id) else {
             continue; // out of the query's scope, or gone
         };
@@ -201,7 +207,10 @@ mod tests {
             vec![Uuid::from_u128(9), Uuid::from_u128(11)]
         );
         let turns = HashMap::from([(Uuid::from_u128(11), memory(11))]); // 9 is out of scope
-        let out = lend_to_turns(ranked, &sides, turns, &P);
+                                                                        // Under the policy's min_score a turn does not enter.
+        let none = lend_to_turns(ranked.clone(), &sides, turns.clone(), &P, 0.6);
+        assert_eq!(order(&none), vec![(10, 1.0), (20, 0.8), (30, 0.3)]);
+        let out = lend_to_turns(ranked, &sides, turns, &P, 0.0);
         assert_eq!(
             order(&out),
             vec![(10, 1.0), (20, 0.8), (11, 0.5), (30, 0.3)]
@@ -225,7 +234,7 @@ mod tests {
             beside(30, Some(10), Some(40)),
         ];
         assert!(missing_turns(&ranked, &sides, &P).is_empty());
-        let out = lend_to_turns(ranked, &sides, HashMap::new(), &P);
+        let out = lend_to_turns(ranked, &sides, HashMap::new(), &P, 0.0);
         assert_eq!(order(&out), vec![(10, 1.0), (20, 0.9), (30, 0.5)]);
         assert!(out[1].breakdown.context.is_none());
         assert_eq!(out[2].breakdown.final_score, 0.5);
@@ -236,7 +245,7 @@ mod tests {
         let ranked = hits(&[(10, 1.0), (12, 0.6)]);
         let sides = [beside(10, None, Some(11)), beside(12, Some(11), None)];
         let turns = HashMap::from([(Uuid::from_u128(11), memory(11))]);
-        let out = lend_to_turns(ranked, &sides, turns, &P);
+        let out = lend_to_turns(ranked, &sides, turns, &P, 0.0);
         assert_eq!(order(&out), vec![(10, 1.0), (12, 0.6), (11, 0.5)]);
         assert_eq!(
             out[2].breakdown.context.unwrap().beside,
@@ -269,7 +278,7 @@ mod tests {
                 weight: 0.0,
             },
         ] {
-            let out = lend_to_turns(ranked.clone(), &sides, HashMap::new(), &p);
+            let out = lend_to_turns(ranked.clone(), &sides, HashMap::new(), &p, 0.0);
             assert_eq!(order(&out), order(&ranked));
         }
     }

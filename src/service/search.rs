@@ -214,7 +214,9 @@ impl Engine {
             _ => hits,
         };
         if let Some(context) = &params.context {
-            hits = self.lend_to_turns(hits, context, in_scope).await?;
+            hits = self
+                .lend_to_turns(hits, context, params.min_score, in_scope)
+                .await?;
         }
         hits.truncate(top_k);
         let rank_ms = ms_since(t);
@@ -248,6 +250,7 @@ impl Engine {
         &self,
         hits: Vec<Hit>,
         params: &TurnContextParams,
+        min_score: f32,
         in_scope: impl Fn(&crate::domain::Memory) -> bool,
     ) -> Result<Vec<Hit>> {
         let lenders: Vec<Uuid> = hits
@@ -263,6 +266,8 @@ impl Engine {
         let missing = turns::missing_turns(&hits, &beside, params);
         let mut turns = self.0.store.get_many(&missing).await?;
         turns.retain(|_, m| in_scope(m));
-        Ok(turns::lend_to_turns(hits, &beside, turns, params))
+        Ok(turns::lend_to_turns(
+            hits, &beside, turns, params, min_score,
+        ))
     }
 }
