@@ -99,9 +99,10 @@ pub enum FusionMethod {
         vector_weight: f32,
         unrelated_cosine: f32,
         paraphrase_cosine: f32,
-        /// Raise the vector leg's zero to the median cosine of the query's
-        /// candidates when that is higher (memories that all share a topic,
-        /// as the turns of one conversation do).
+        /// Raise the vector leg's zero to the query's background cosine in
+        /// its scope ([`QueryScales::vector_background`]) when that is higher
+        /// (memories that all share a topic, as the turns of one conversation
+        /// do).
         candidate_floor: bool,
     },
 }
@@ -117,6 +118,14 @@ pub struct QueryScales {
     /// How far the vector leg can be trusted on this query's text, 0..=1: the
     /// share of the query's tokens the embedding model knows.
     pub vector_confidence: f32,
+    /// The cosine of the query with the memories around it in this scope:
+    /// the median of the vector index's nearest neighbours when the index
+    /// returned as many as it was asked for ([`background_cosine`]), before
+    /// any similarity cut; `None` when the scope holds fewer (then every
+    /// memory in scope is a candidate and the model's `unrelated_cosine` is
+    /// the zero). `absolute` with the candidate floor raises the vector
+    /// leg's zero to it.
+    pub vector_background: Option<f32>,
 }
 
 impl Default for QueryScales {
@@ -124,6 +133,7 @@ impl Default for QueryScales {
         QueryScales {
             lexical_full_match: None,
             vector_confidence: 1.0,
+            vector_background: None,
         }
     }
 }
@@ -274,6 +284,19 @@ fn median(scores: &[f32]) -> Option<f32> {
     })
 }
 
+/// The background cosine of a query in its scope ([`QueryScales::
+/// vector_background`]): the median of the `nearest` cosines the vector index
+/// returned (best first, before any similarity cut) when it returned all
+/// `asked` for. A scope with fewer memories than that has no background to
+/// estimate: its median would be one of the few memories there, maybe the
+/// one the query is about (a user with one matching memory would see its
+/// cosine cancel itself).
+pub fn background_cosine(nearest: &[f32], asked: usize) -> Option<f32> {
+    (asked > 0 && nearest.len() >= asked)
+        .then(|| median(nearest))
+        .flatten()
+}
+
 /// One leg's candidates normalised onto 0..1 by `method`, in list order.
 fn normalise_leg(
     candidates: &Candidates,
@@ -295,10 +318,9 @@ fn normalise_leg(
             candidate_floor,
             ..
         } if !lexical => {
-            let zero = if candidate_floor {
-                u.max(median(&scores).unwrap_or(u))
-            } else {
-                u
+            let zero = match scales.vector_background {
+                Some(background) if candidate_floor => u.max(background),
+                _ => u,
             };
             scores
                 .iter()
@@ -453,6 +475,13 @@ pub struct ScoreBreakdown {
     /// share of its tokens the model knows), which multiplied its weight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_confidence: Option<f32>,
+    /// `absolute` fusion's background cosine for this query in its scope
+    /// (the median of the vector index's nearest neighbours, present when
+    /// the scope holds at least as many memories as the leg asked for):
+    /// with the candidate floor, the vector leg's zero when above the
+    /// model's `unrelated_cosine`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_background: Option<f32>,
     pub decay_factor: f32,
     pub importance_factor: f32,
     /// What the second stage saw and the factor it applied (absent: the hit
@@ -511,6 +540,7 @@ impl Hit {
                 fused_score: score,
                 bm25_full_match_score: None,
                 vector_confidence: None,
+                vector_background: None,
                 decay_factor: 1.0,
                 importance_factor: 1.0,
                 rerank: None,
@@ -557,6 +587,7 @@ pub fn rank(
                         .then_some(f.scales.lexical_full_match)
                         .flatten(),
                     vector_confidence: absolute.then_some(f.scales.vector_confidence),
+                    vector_background: absolute.then_some(f.scales.vector_background).flatten(),
                     decay_factor: decay,
                     importance_factor: imp,
                     rerank: None,
@@ -806,6 +837,7 @@ mod tests {
         QueryScales {
             lexical_full_match: Some(lexical_full_match),
             vector_confidence,
+            vector_background: None,
         }
     }
 
@@ -862,10 +894,10 @@ mod tests {
     }
 
     #[test]
-    fn the_candidate_floor_lifts_the_zero_to_the_candidates_median() {
-        // Turns of one conversation: every candidate sits above the model's
-        // unrelated level (0.1). The floor takes their median (0.4) as the
-        // zero; without it the shared topic counts as evidence.
+    fn the_candidate_floor_lifts_the_zero_to_the_background_median() {
+        // Turns of one conversation: every nearest neighbour sits above the
+        // model's unrelated level (0.1). The floor takes their median (0.4)
+        // as the zero; without it the shared topic counts as evidence.
         let vec_ = vec![
             (id(1), 0.6),
             (id(2), 0.45),
@@ -880,16 +912,34 @@ mod tests {
             paraphrase_cosine: 0.8,
             candidate_floor: true,
         };
-        let f = fuse_scaled(&vec![], &vec_, floor, scales(1.0, 1.0));
+        let cosines: Vec<f32> = vec_.iter().map(|(_, s)| *s).collect();
+        let full = QueryScales {
+            vector_background: background_cosine(&cosines, 5),
+            ..scales(1.0, 1.0)
+        };
+        assert_eq!(full.vector_background, Some(0.4));
+        let f = fuse_scaled(&vec![], &vec_, floor, full);
         let of = |f: &[Fused], i| f.iter().find(|x| x.id == id(i)).unwrap().fused;
         assert!((of(&f, 1) - 0.2 / 0.7).abs() < 1e-6);
         assert_eq!(of(&f, 3), 0.0);
         assert_eq!(of(&f, 5), 0.0);
-        let plain = fuse_scaled(&vec![], &vec_, absolute(0.1, 0.8), scales(1.0, 1.0));
+        let plain = fuse_scaled(&vec![], &vec_, absolute(0.1, 0.8), full);
         assert!((of(&plain, 3) - 0.3 / 0.7).abs() < 1e-6);
-        // Candidates below the model's level leave its zero alone.
+        // A scope with fewer memories than the leg asked for has no
+        // background: every memory there is a candidate, and the median
+        // would be one of them (a user's only matching memory would cancel
+        // itself). The model's level stays the zero.
+        assert_eq!(background_cosine(&cosines, 6), None);
+        assert_eq!(background_cosine(&cosines[..1], 50), None);
+        let few = fuse_scaled(&vec![], &vec_[..1].to_vec(), floor, scales(1.0, 1.0));
+        assert!((of(&few, 1) - 0.5 / 0.7).abs() < 1e-6);
+        // A background below the model's level leaves its zero alone.
         let low = vec![(id(1), 0.3), (id(2), 0.05), (id(3), 0.0)];
-        let f = fuse_scaled(&vec![], &low, floor, scales(1.0, 1.0));
+        let low_scales = QueryScales {
+            vector_background: background_cosine(&[0.3, 0.05, 0.0], 3),
+            ..scales(1.0, 1.0)
+        };
+        let f = fuse_scaled(&vec![], &low, floor, low_scales);
         assert!((of(&f, 1) - 0.2 / 0.7).abs() < 1e-6);
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[3.0, 1.0]), Some(2.0));
@@ -981,7 +1031,7 @@ mod tests {
                     FusionMethod::Weighted { lexical_weight: wl, vector_weight: wv },
                     FusionMethod::Rrf { k: 10.0, lexical_weight: wl, vector_weight: wv },
                 ] {
-                    let fused = fuse_scaled(&lex, &vec_, method, QueryScales { lexical_full_match: Some(0.5), vector_confidence: c });
+                    let fused = fuse_scaled(&lex, &vec_, method, QueryScales { lexical_full_match: Some(0.5), vector_confidence: c, vector_background: None });
                     let ids: std::collections::HashSet<Uuid> =
                         lex.iter().chain(&vec_).map(|(i, _)| *i).collect();
                     prop_assert_eq!(fused.len(), ids.len());

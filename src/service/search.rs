@@ -138,7 +138,7 @@ impl Engine {
         };
         let vector_leg = async {
             if req.legs == Legs::Lexical {
-                return Ok((Vec::new(), 0.0, 0.0, 1.0));
+                return Ok((Vec::new(), 0.0, 0.0, 1.0, None));
             }
             let _permit = self.embed_permit()?;
             let embedder = self.0.embedder.clone();
@@ -151,20 +151,30 @@ impl Engine {
                 let embed_ms = ms_since(t);
                 let t = Instant::now();
                 let mut hits = vectors.search(&v, &f, n)?;
+                let nearest: Vec<f32> = hits.iter().map(|(_, s)| *s).collect();
+                let background = ranking::background_cosine(&nearest, n);
                 hits.retain(|(_, s)| *s >= min_sim);
-                Ok((hits, embed_ms, ms_since(t), embedder.known_token_share(&q)))
+                let confidence = embedder.known_token_share(&q);
+                Ok((hits, embed_ms, ms_since(t), confidence, background))
             })
             .await
         };
         let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
         let (lexical, lexical_ms, terms): (Candidates, f64, Option<QueryTerms>) = lexical?;
-        let (vector, embed_ms, vector_ms, vector_confidence): (Candidates, f64, f64, f32) = vector?;
+        let (vector, embed_ms, vector_ms, vector_confidence, vector_background): (
+            Candidates,
+            f64,
+            f64,
+            f32,
+            Option<f32>,
+        ) = vector?;
 
         let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
         let t = Instant::now();
         let scales = ranking::QueryScales {
             lexical_full_match: terms.as_ref().map(|t| t.full_match_score),
             vector_confidence,
+            vector_background,
         };
         let fused = ranking::fuse_scaled(&lexical, &vector, params.fusion, scales);
         let fuse_ms = ms_since(t);

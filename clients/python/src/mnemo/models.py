@@ -268,9 +268,12 @@ class ScoreBreakdown(Response):
     vector_contribution: Optional[float] = None
     fused_score: float
     #: ``absolute`` fusion: the BM25 score of a full match of the query (the
-    #: lexical leg's unit) and the confidence in the vector leg.
+    #: lexical leg's unit), the confidence in the vector leg, and the
+    #: query's background cosine in its scope (the candidate floor's zero;
+    #: absent when the scope holds fewer memories than the leg asked for).
     bm25_full_match_score: Optional[float] = None
     vector_confidence: Optional[float] = None
+    vector_background: Optional[float] = None
     decay_factor: float
     importance_factor: float
     #: The second stage's signals (absent when it did not see the hit).
