@@ -1266,6 +1266,41 @@ mod tests {
     }
 
     #[test]
+    fn a_data_dir_indexed_with_another_model_keeps_it_unless_one_is_named() {
+        use crate::embed::assets::{MINILM_L6_V2, MULTILINGUAL_E5_SMALL};
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let model = |dir: &std::path::Path, extra: &[&str]| {
+            let mut argv = vec!["mnemo", "--data-dir", dir.to_str().unwrap()];
+            argv.extend_from_slice(extra);
+            argv.extend(["keys", "list"]);
+            let cli = try_parse_from(argv).unwrap();
+            cli.global.policy().unwrap().embedding.model
+        };
+        // A new data directory gets the default.
+        let fresh = tempfile::tempdir().unwrap();
+        assert_eq!(model(fresh.path(), &[]), MULTILINGUAL_E5_SMALL.name);
+        // One indexed with the previous default keeps it …
+        let old = tempfile::tempdir().unwrap();
+        crate::service::IndexMeta {
+            embedding_model: MINILM_L6_V2.model_id.into(),
+            dim: MINILM_L6_V2.dim,
+        }
+        .write(&old.path().join("index_meta.json"))
+        .unwrap();
+        assert_eq!(model(old.path(), &[]), MINILM_L6_V2.name);
+        // … unless a flag or a policy file names a model.
+        let named = ["--embedding-model", MULTILINGUAL_E5_SMALL.name];
+        assert_eq!(model(old.path(), &named), MULTILINGUAL_E5_SMALL.name);
+        let file = old.path().join("policy.toml");
+        std::fs::write(&file, "[embedding]\nmodel = \"multilingual-e5-small\"\n").unwrap();
+        let flag = ["--policy", file.to_str().unwrap()];
+        assert_eq!(model(old.path(), &flag), MULTILINGUAL_E5_SMALL.name);
+        // A policy file that names no model leaves the kept one.
+        std::fs::write(&file, "[retrieval]\nmin_score = 0.0\n").unwrap();
+        assert_eq!(model(old.path(), &flag), MINILM_L6_V2.name);
+    }
+
+    #[test]
     fn the_shipped_example_config_parses() {
         let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
         let (args, global) = serve_args(&[], Some(include_str!("../mnemo.example.toml"))).unwrap();

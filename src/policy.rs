@@ -1083,8 +1083,10 @@ mod tests {
 
     #[test]
     fn thresholds_follow_the_configured_model() {
-        let mini = Policy::default();
-        assert_eq!(mini.embedding.model, "all-minilm-l6-v2");
+        let mut mini = Policy::default();
+        assert_eq!(mini.embedding.model, "multilingual-e5-small");
+        mini.embedding.model = "all-minilm-l6-v2".into();
+        mini.validate().unwrap();
         assert_eq!(
             mini.min_vector_similarity(),
             ModelCalibration::ALL_MINILM_L6_V2.min_vector_similarity

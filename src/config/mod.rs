@@ -76,14 +76,33 @@ impl GlobalArgs {
         // Named, or in the data directory; never read from the working
         // directory implicitly.
         let beside = self.data_dir.join(POLICY_FILE);
-        let mut policy = match &self.policy {
+        let file = match &self.policy {
+            Some(p) => Some(p.clone()),
+            None if beside.exists() => Some(beside),
+            None => None,
+        };
+        let mut policy = match &file {
             Some(p) => Policy::load(p)?,
-            None if beside.exists() => Policy::load(&beside)?,
             None => Policy::default(),
         };
         if let Some(model) = &self.embedding_model {
             policy.embedding.model = model.clone();
             policy.validate()?;
+        } else if !file.as_deref().is_some_and(names_model) {
+            // No model named anywhere: a data directory indexed with another
+            // model (the default before, all-minilm-l6-v2) keeps it, so that
+            // an upgrade neither refuses to open nor re-embeds; a new one
+            // gets the default.
+            if let Some(kept) = crate::service::IndexMeta::indexed_model(&self.data_dir)? {
+                if kept != policy.embedding.model {
+                    tracing::info!(
+                        model = kept,
+                        default = %policy.embedding.model,
+                        "no embedding model configured: keeping the model this data directory is indexed with"
+                    );
+                    policy.embedding.model = kept.to_string();
+                }
+            }
         }
         Ok(policy)
     }
@@ -108,6 +127,16 @@ impl GlobalArgs {
     pub fn vector_backend(&self) -> VectorBackend {
         self.cluster.vector_backend()
     }
+}
+
+/// Whether a policy file sets `[embedding] model` (a file that cannot be
+/// read or parsed sets nothing; [`Policy::load`] reports why).
+fn names_model(path: &std::path::Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .and_then(|table| table.get("embedding")?.get("model").cloned())
+        .is_some()
 }
 
 pub fn setup_scope(

@@ -126,6 +126,19 @@ impl IndexMeta {
         std::fs::rename(tmp, path)?;
         Ok(())
     }
+
+    /// The name of the model ([`crate::embed::assets::ModelSpec::name`]) the
+    /// indexes in `data_dir` were built with, when they exist and the model
+    /// is a known one.
+    pub fn indexed_model(data_dir: &Path) -> Result<Option<&'static str>> {
+        let Some(meta) = Self::read(&DataDir(data_dir.to_path_buf()).index_meta())? else {
+            return Ok(None);
+        };
+        Ok(crate::embed::assets::MODELS
+            .iter()
+            .find(|m| m.model_id == meta.embedding_model)
+            .map(|m| m.name))
+    }
 }
 
 /// The parts an engine is made of.

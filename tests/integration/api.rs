@@ -1457,7 +1457,7 @@ mod binary {
             Method::POST,
             &format!("{base}/v1/context"),
             &key,
-            Some(json!({"user_id": "u1", "query": "drinks", "model_context_tokens": 8000})),
+            Some(json!({"user_id": "u1", "query": "what does the user like to drink", "model_context_tokens": 8000})),
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{body}");

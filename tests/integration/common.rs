@@ -11,6 +11,16 @@ pub fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
 }
 
+/// `policy` with all-MiniLM-L6-v2's similarity table, for engines on the
+/// hashing embedder: its cosines sit on MiniLM's scale (unrelated texts near
+/// 0, texts sharing words high), while the default model's table
+/// (multilingual-e5-small: unrelated near 0.78) would cut every hashing
+/// cosine below its `min_vector_similarity`.
+pub fn on_hashing_scale(mut policy: Policy) -> Policy {
+    policy.embedding.model = mnemo::embed::assets::MINILM_L6_V2.name.into();
+    policy
+}
+
 /// An engine on real backends in `dir`, with the hashing embedder.
 pub async fn engine_in(dir: &std::path::Path, clock: SharedClock) -> Engine {
     engine_with(dir, clock, Policy::default()).await
@@ -18,7 +28,7 @@ pub async fn engine_in(dir: &std::path::Path, clock: SharedClock) -> Engine {
 
 pub async fn engine_with(dir: &std::path::Path, clock: SharedClock, policy: Policy) -> Engine {
     let engine = Engine::builder(dir)
-        .policy(policy)
+        .policy(on_hashing_scale(policy))
         .embedder(Arc::new(HashingEmbedder::new(64)))
         .clock(clock)
         .build()
@@ -48,6 +58,7 @@ pub async fn engine_on_schema(
     let store = Arc::new(schema.connect().await);
     let engine = Engine::builder(dir)
         .store(store)
+        .policy(on_hashing_scale(Policy::default()))
         .embedder(Arc::new(HashingEmbedder::new(64)))
         .clock(clock)
         .build()

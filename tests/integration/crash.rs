@@ -66,6 +66,9 @@ async fn a_store_commit_without_its_index_update_is_repaired_at_start() {
 
     // 3. The next start reconciles.
     let opened = Engine::builder(dir.path())
+        .policy(crate::common::on_hashing_scale(
+            mnemo::policy::Policy::default(),
+        ))
         .embedder(Arc::new(mnemo::embed::hashing::HashingEmbedder::new(64)))
         .clock(clock)
         .build()

@@ -20,6 +20,9 @@ use crate::common::{long_term, HookedEmbedder};
 async fn engine(dir: &std::path::Path, embedder: impl Embedder + 'static) -> Engine {
     let clock = Arc::new(SystemClock);
     let engine = Engine::builder(dir)
+        .policy(crate::common::on_hashing_scale(
+            mnemo::policy::Policy::default(),
+        ))
         .embedder(Arc::new(embedder))
         .clock(clock)
         .build()

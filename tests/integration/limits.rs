@@ -305,6 +305,9 @@ async fn a_flood_of_readiness_probes_embeds_once() {
     let dir = tempfile::tempdir().unwrap();
     let queries = Arc::new(AtomicUsize::new(0));
     let engine = Engine::builder(dir.path())
+        .policy(crate::common::on_hashing_scale(
+            mnemo::policy::Policy::default(),
+        ))
         .embedder(Arc::new(CountingQueries(
             HashingEmbedder::new(64),
             queries.clone(),

@@ -119,6 +119,9 @@ async fn an_embedded_store_moves_to_postgres_and_serves_from_there() {
     });
     let opened = Engine::builder(new_dir.path())
         .store(Arc::new(target))
+        .policy(crate::common::on_hashing_scale(
+            mnemo::policy::Policy::default(),
+        ))
         .embedder(embedder.clone())
         .clock(Arc::new(manual()))
         .build()

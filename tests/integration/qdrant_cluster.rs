@@ -44,6 +44,9 @@ async fn node(dir: &TempDir, schema: &PgSchema, config: &QdrantServerConfig) -> 
     let store = Arc::new(schema.connect().await);
     let engine = Engine::builder(dir.path())
         .store(store)
+        .policy(crate::common::on_hashing_scale(
+            mnemo::policy::Policy::default(),
+        ))
         .embedder(Arc::new(HashingEmbedder::new(DIM)))
         .vectors(VectorBackend::Server(config.clone()))
         .build()

@@ -400,7 +400,7 @@ async fn a_clean_shutdown_replaces_the_start_up_reconcile() {
 
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join(FILE);
-    let mut policy = mnemo::policy::Policy::default();
+    let mut policy = crate::common::on_hashing_scale(mnemo::policy::Policy::default());
     policy.indexing.repair_interval_secs = 1;
     let open = |trust: bool| {
         Engine::builder(dir.path())

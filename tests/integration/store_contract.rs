@@ -1894,7 +1894,7 @@ async fn cluster(backend: Backend) -> Cluster {
             lexical: Arc::new(lexical),
             vectors: vectors.clone(),
             embedder: embedder.clone(),
-            policy: Arc::new(Policy::default()),
+            policy: Arc::new(crate::common::on_hashing_scale(Policy::default())),
             clock: Arc::new(clock.clone()),
         })
     };

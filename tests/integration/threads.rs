@@ -906,6 +906,9 @@ async fn nothing_extracted_lands_when_the_user_is_erased_mid_extraction() {
         },
     });
     let engine = Engine::builder(dir.path())
+        .policy(crate::common::on_hashing_scale(
+            mnemo::policy::Policy::default(),
+        ))
         .embedder(embedder)
         .clock(Arc::new(manual()))
         .build()
