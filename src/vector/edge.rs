@@ -43,7 +43,6 @@
 mod rebuild;
 
 use std::collections::HashSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use parking_lot::{Mutex, RwLock};
@@ -51,9 +50,9 @@ use qdrant_edge::{
     AcornSearchParams, Condition, CountRequest, Distance, EdgeConfig, EdgeOptimizersConfig,
     EdgeShard, EdgeVectorParams, FieldCondition, Filter, HnswIndexConfig, JsonPath,
     KeywordIndexParams, Match, NamedQuery, PayloadFieldSchema, PayloadSchemaParams, PointId,
-    PointInsertOperations, PointOperations, PointStruct, QueryEnum, QueryRequest, ScoringQuery,
-    ScrollRequest, SearchParams, UpdateOperation, WalOptions, WithPayloadInterface, WithVector,
-    DEFAULT_VECTOR_NAME,
+    PointInsertOperations, PointOperations, PointStruct, QueryEnum, QueryRequest, RetrieveRequest,
+    ScoringQuery, ScrollRequest, SearchParams, UpdateOperation, WalOptions, WithPayloadInterface,
+    WithVector, DEFAULT_VECTOR_NAME,
 };
 use qdrant_edge::{CreateIndex, FieldIndexOperations};
 use uuid::Uuid;
@@ -249,7 +248,7 @@ impl EdgeVectorIndex {
         let shard = open_shard(dir, dim, shard_config(dim, tuning))?;
         let key_path = dir.join(KEY_FILE);
         let stored = PayloadKey::load(&key_path)?;
-        let migrate = stored.is_none() && shard.info().points_count > 0;
+        let migrate = stored.is_none() && shard_info(&shard)?.points_count > 0;
         let key = stored.unwrap_or_else(PayloadKey::random);
         let index = EdgeVectorIndex {
             dir: dir.to_path_buf(),
@@ -295,7 +294,7 @@ impl EdgeVectorIndex {
         if wal <= self.wal_floor_bytes {
             return Ok(false);
         }
-        let points = self.with_shard(|shard| Ok(shard.info().points_count))? as u64;
+        let points = self.with_shard(|shard| Ok(shard_info(shard)?.points_count))? as u64;
         // A point's WAL record: its vector and a payload of ~200 bytes.
         let live = points * (self.dim as u64 * 4 + 256);
         Ok(wal > 2 * live)
@@ -416,6 +415,13 @@ fn shard_config(dim: usize, tuning: Tuning) -> EdgeConfig {
     builder.build()
 }
 
+/// The shard's counts and payload schema.
+fn shard_info(shard: &EdgeShard) -> Result<qdrant_edge::ShardInfo> {
+    shard
+        .info()
+        .map_err(|e| engine("reading the vector index's info", e))
+}
+
 fn has_shard_files(dir: &Path) -> bool {
     dir.join("edge_config.json").exists()
         || std::fs::read_dir(dir.join("segments")).is_ok_and(|mut d| d.next().is_some())
@@ -457,7 +463,7 @@ fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<EdgeShar
         }
     }
     // Create the payload indexes a new (or interrupted) shard lacks.
-    let existing = shard.info().payload_schema;
+    let existing = shard_info(&shard)?.payload_schema;
     for (field, schema) in payload_indexes() {
         if existing.contains_key(&key(field)) {
             continue;
@@ -617,11 +623,11 @@ impl VectorIndex for EdgeVectorIndex {
         let point_ids: Vec<PointId> = ids.iter().map(|id| PointId::Uuid(*id)).collect();
         let records = self.with_shard(|shard| {
             shard
-                .retrieve(
-                    &point_ids,
-                    Some(WithPayloadInterface::Fields(vec![key(F_VERSION)])),
-                    Some(WithVector::Bool(false)),
-                )
+                .retrieve(RetrieveRequest {
+                    point_ids: point_ids.clone(),
+                    with_payload: Some(WithPayloadInterface::Fields(vec![key(F_VERSION)])),
+                    with_vector: Some(WithVector::Bool(false)),
+                })
                 .map_err(|e| engine("retrieving points", e))
         })?;
         records
@@ -655,15 +661,9 @@ impl VectorIndex for EdgeVectorIndex {
     fn flush(&self) -> Result<()> {
         self.with_shard(|shard| {
             let _w = self.writes.write();
-            // The engine's flush panics on I/O errors instead of returning them.
-            catch_unwind(AssertUnwindSafe(|| shard.flush())).map_err(|panic| {
-                let msg = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("unknown cause");
-                VectorError::invalid(format!("flushing the vector index failed: {msg}"))
-            })
+            shard
+                .flush()
+                .map_err(|e| engine("flushing the vector index", e))
         })
     }
 
@@ -683,7 +683,7 @@ impl VectorIndex for EdgeVectorIndex {
 
     fn unindexed(&self) -> Result<usize> {
         self.with_shard(|shard| {
-            let info = shard.info();
+            let info = shard_info(shard)?;
             Ok(info.points_count.saturating_sub(info.indexed_vectors_count))
         })
     }
@@ -906,7 +906,7 @@ mod tests {
 
         assert_eq!(idx.unindexed().unwrap(), 1500, "nothing indexed yet");
         idx.optimize().unwrap();
-        let info = idx.shard.read().as_ref().unwrap().info();
+        let info = idx.shard.read().as_ref().unwrap().info().unwrap();
         assert!(info.indexed_vectors_count > 0, "HNSW was built: {info:?}");
         assert_eq!(info.points_count, 1500);
         assert_eq!(idx.unindexed().unwrap(), 0);
@@ -1118,7 +1118,7 @@ mod tests {
         let t = Instant::now();
         idx.optimize().unwrap();
         let optimize = t.elapsed();
-        let info = idx.shard.read().as_ref().unwrap().info();
+        let info = idx.shard.read().as_ref().unwrap().info().unwrap();
         println!(
             "optimize: {optimize:.2?} -> {} segments, {} indexed vectors",
             info.segments_count, info.indexed_vectors_count

@@ -50,8 +50,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use qdrant_edge::{
-    PointId, PointInsertOperations, PointOperations, PointStructPersisted, ScrollRequest,
-    UpdateOperation, VectorStructPersisted, WithPayloadInterface, WithVector,
+    PointId, PointInsertOperations, PointOperations, PointStructPersisted, RetrieveRequest,
+    ScrollRequest, UpdateOperation, VectorStructPersisted, WithPayloadInterface, WithVector,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -281,11 +281,11 @@ impl EdgeVectorIndex {
         for chunk in touched.chunks(SCROLL_PAGE) {
             let ids: Vec<PointId> = chunk.iter().map(|u| PointId::Uuid(*u)).collect();
             let present = old_shard
-                .retrieve(
-                    &ids,
-                    Some(WithPayloadInterface::Bool(true)),
-                    Some(WithVector::Bool(true)),
-                )
+                .retrieve(RetrieveRequest {
+                    point_ids: ids.clone(),
+                    with_payload: Some(WithPayloadInterface::Bool(true)),
+                    with_vector: Some(WithVector::Bool(true)),
+                })
                 .map_err(|e| engine("reading points written during the rebuild", e))?;
             let kept: HashSet<PointId> = present.iter().map(|r| r.id).collect();
             copy_points(&target, present, mode, &self.key)?;

@@ -4,7 +4,6 @@
 //! The collection layer provides the strategy via `OptimizationStrategy`.
 
 use std::collections::HashSet;
-use std::debug_assert_matches;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -745,9 +744,8 @@ pub fn execute_optimization<F: ?Sized + OptimizationStrategy>(
             // Also helps to ensure the delete propagation behavior in
             // `optimize_segment_propagate_changes` remains  sound.
             // See: <https://github.com/qdrant/qdrant/pull/7208>
-            debug_assert_matches!(
-                proxy.wrapped_segment(),
-                LockedSegment::Original(_),
+            debug_assert!(
+                matches!(proxy.wrapped_segment(), LockedSegment::Original(_)),
                 "during optimization, wrapped segment must not be another proxy segment",
             );
 
