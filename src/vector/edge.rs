@@ -1,7 +1,8 @@
 //! The vector index on Qdrant's engine, embedded in-process (`qdrant-edge`).
 //!
-//! **What it owns.** One directory, exclusively: an edge shard (WAL, segments,
-//! config) with a single unnamed dense vector of `dim` dimensions compared by
+//! **What it owns.** One directory, exclusively (an flock on `index.lock`
+//! refuses a second process): an edge shard (segments and config, no WAL)
+//! with a single unnamed dense vector of `dim` dimensions compared by
 //! cosine, and one point per memory (point id = memory UUID). The payload is
 //! `owner` (keyword, tenant index: the user isolation key), `tier`,
 //! `thread_id` (keyed hash, absent when none, see [`PayloadKey`]), `status`,
@@ -9,9 +10,9 @@
 //! `importance` (float). Beside the shard: `payload.key` (the thread hash
 //! key; an index without one was written before hashing and is migrated by a
 //! rebuild at open) and `purge.pending` (an owner was deleted since the last
-//! rebuild). `clear` deletes the directory and starts it afresh (keeping the
-//! key), so keep nothing else in it; a rebuild uses the siblings
-//! `<dir>.next` and `<dir>.old`.
+//! purge). `clear` empties the directory and starts it afresh (keeping the
+//! key and the lock), so keep nothing else in it; a rebuild uses the
+//! siblings `<dir>.next` and `<dir>.old`.
 //!
 //! **Threading.** The engine is synchronous and `Send + Sync`; every method
 //! blocks. Searches, counts and scrolls run concurrently with each other and
@@ -19,20 +20,33 @@
 //! - `shard` (RwLock): shared by every call, exclusive only for `clear`, which
 //!   swaps the shard.
 //! - `writes` (RwLock): shared by `upsert`, `delete` and `optimize`, exclusive
-//!   for `flush` (the engine's flush `try_lock`s its WAL and segment holder
-//!   and panics if either is held) and for `delete_owner` (so the count it
-//!   returns is exactly what it deleted). So `flush` waits for a running
-//!   `optimize` (seconds in release for 10k points); upserts do not.
+//!   for `flush` (kept from qdrant-edge 0.7.2, whose flush panicked when its
+//!   locks were held; 0.9's blocks instead) and for `delete_owner` (so the
+//!   count it returns is exactly what it deleted). So `flush` waits for a
+//!   running `optimize` (seconds in release for 10k points); upserts do not.
+//! - `optimizing` (Mutex): one engine `optimize` at a time, so a purge's
+//!   vacuum thresholds apply to its own run only.
 //!
-//! **Durability.** Writes go to the engine's WAL and segments but are durable
-//! only once `flush` returns (qdrant-edge 0.7.2 does not replay its WAL on
-//! load: an unflushed write is lost in a crash). The index is derived from
-//! the store, so a lost write is repaired by reconciling `entries` versions.
-//! The engine never truncates its WAL and keeps deleted points in its
-//! segments; [`rebuild`] is how both are reclaimed: `purge_deleted` (after an
-//! erasure) rebuilds when an owner was deleted, and `optimize` rebuilds once
-//! the WAL passes [`WAL_REBUILD_FLOOR_BYTES`] and twice the live data, so the
-//! WAL stays bounded under continuous writes.
+//! **Durability.** The shard runs without a WAL (qdrant-edge 0.9's
+//! `wal_enabled(false)`: operations are numbered from the highest version in
+//! the segments). Writes go to the segments and are durable only once
+//! `flush` returns; an unflushed write is lost in a crash, as it was with
+//! 0.7.2, which did not replay its WAL either. The index is derived from the
+//! store, so a lost write is repaired by reconciling `entries` versions. With
+//! no WAL there is nothing to bound: no `wal` directory exists. A shard
+//! created with a WAL (every 0.7.2 index; the engine refuses to turn an
+//! existing shard's WAL off) is rebuilt without one at open, once (see
+//! [`rebuild`]).
+//!
+//! **Deleted points.** The engine only marks a deleted point in its segment;
+//! its vector and payload stay in the segment files until the segment is
+//! rewritten. `purge_deleted` (after an erasure, when `purge.pending` says an
+//! owner was deleted) runs the engine's vacuum with its thresholds at zero
+//! for that one run: every segment holding a deleted point is rewritten from
+//! its live points, the others keep their files, and the two flushes after
+//! it let the engine remove the replaced segment directories.
+//! `purge_unconditionally` (a resumed erasure) rebuilds the whole shard
+//! instead, see its docs.
 //!
 //! Search is exact (brute force over the filtered points) until `optimize`
 //! builds HNSW for segments above the engine's indexing threshold (10 MB of

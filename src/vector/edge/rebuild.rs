@@ -1,19 +1,16 @@
 //! Rebuilding the embedded shard into a fresh directory, then swapping it in:
-//! how deleted points (an erased user's vectors and payloads) leave the disk,
-//! how the WAL stays bounded, and how old payloads are migrated.
-//!
-//! **Why a rebuild.** qdrant-edge 0.7.2 exposes no way to reclaim what a
-//! delete leaves behind: `EdgeShard::update` appends every operation to a WAL
-//! (`SerdeWal::write`) that it never acknowledges (the WAL's `ack`, which would
-//! let it drop closed segments, is not reachable through `EdgeShard`), and a
-//! deleted point only gets a deletion mark in its segment; its vector and
-//! payload stay in the segment files. `EdgeShard::optimize` runs the vacuum
-//! optimizer, but only for segments above a deleted-ratio threshold (20 %)
-//! and 1,000 vectors, and never touches the WAL. Deleting WAL files is unsafe:
-//! the engine numbers operations by WAL index, segments skip an operation
-//! whose number is below a point's recorded version
-//! (`handle_point_version`), so a restarted WAL would make later updates of
-//! existing points silently no-ops. A fresh shard has neither problem.
+//! a copy of the live points and nothing else. Used for what the engine's
+//! own vacuum (see the parent module: `purge_deleted`) cannot do:
+//! - a resumed erasure (`purge_unconditionally`): after a kill -9 the
+//!   segment files can hold points the id tracker no longer counts (applied,
+//!   not flushed out of it), which the vacuum, rewriting segments by their
+//!   count of deleted points, never selects;
+//! - a shard created with a WAL (every qdrant-edge 0.7.2 index): the engine
+//!   refuses to turn an existing shard's WAL off (`wal_enabled cannot be
+//!   changed after the shard is created`), so it is copied into a shard
+//!   created without one, at open, once;
+//! - payloads written before thread ids were hashed ([`Payloads::HashThreads`]),
+//!   at open.
 //!
 //! **How.** [`EdgeVectorIndex::rebuild`]:
 //! 1. starts recording the ids that `upsert` and `delete` touch from now on
@@ -39,11 +36,9 @@
 //!
 //! **Cost.** A copy of the live points and an HNSW build of the copy (reads
 //! and writes against the index continue meanwhile: 872 s for 1M points of
-//! 384 dimensions on this 2-core machine, during which an erasure waits for
-//! its purge, its user's points already deleted and unsearchable) and a
-//! pause of the index for the replay and the swap.
-//! The new shard's WAL holds the copied points once, so after a rebuild the
-//! WAL is about the size of the live data.
+//! 384 dimensions on this 2-core machine, measured on qdrant-edge 0.7.2)
+//! and a pause of the index for the replay and the swap. At open (the WAL
+//! and payload migrations) the service waits for it.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
