@@ -127,7 +127,7 @@ fn main() -> anyhow::Result<()> {
     let embedder = OnnxEmbedder::for_policy(&assets, &mnemo::policy::Policy::default())?;
     let t = Instant::now();
     let shard = EdgeShard::load(dir.as_ref(), None)?;
-    let info = shard.info();
+    let info = shard.info()?;
     println!(
         "loaded {} points in {} segments in {:.1} s",
         info.points_count,
