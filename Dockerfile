@@ -19,10 +19,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
+# qdrant-edge 0.9.0, patched to build on stable Rust ([patch.crates-io]).
+COPY vendor ./vendor
 COPY src ./src
 COPY migrations ./migrations
 RUN cargo build --release --locked --bin mnemo
-# The default model's assets; add `--all-models` to ship multilingual-e5 too.
+# The default model's assets (multilingual-e5-small); add `--all-models` to
+# ship all-MiniLM-L6-v2 too.
 ARG MNEMO_SETUP_ARGS=""
 RUN target/release/mnemo --assets-dir /opt/mnemo/assets setup ${MNEMO_SETUP_ARGS} \
  && target/release/mnemo --assets-dir /opt/mnemo/assets setup --verify ${MNEMO_SETUP_ARGS}

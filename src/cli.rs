@@ -1295,9 +1295,13 @@ mod tests {
         std::fs::write(&file, "[embedding]\nmodel = \"multilingual-e5-small\"\n").unwrap();
         let flag = ["--policy", file.to_str().unwrap()];
         assert_eq!(model(old.path(), &flag), MULTILINGUAL_E5_SMALL.name);
-        // A policy file that names no model leaves the kept one.
+        // A policy file that names no model leaves the kept one: the shipped
+        // file (the container image's) is such a file.
         std::fs::write(&file, "[retrieval]\nmin_score = 0.0\n").unwrap();
         assert_eq!(model(old.path(), &flag), MINILM_L6_V2.name);
+        std::fs::write(&file, include_str!("../memory_policies.toml")).unwrap();
+        assert_eq!(model(old.path(), &flag), MINILM_L6_V2.name);
+        assert_eq!(model(fresh.path(), &flag), MULTILINGUAL_E5_SMALL.name);
     }
 
     #[test]
