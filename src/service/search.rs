@@ -89,6 +89,31 @@ pub struct SearchStages {
     pub rank_ms: f64,
 }
 
+/// What the vector leg found, and what fusion needs to know about it.
+struct VectorLeg {
+    /// Candidates at or above the model's `min_vector_similarity`.
+    hits: Candidates,
+    embed_ms: f64,
+    search_ms: f64,
+    /// The share of the query's tokens the model knows.
+    confidence: f32,
+    /// [`ranking::background_cosine`] of the full list, before the cut.
+    background: Option<f32>,
+}
+
+impl Default for VectorLeg {
+    /// The leg not run (a lexical-only search).
+    fn default() -> Self {
+        VectorLeg {
+            hits: Vec::new(),
+            embed_ms: 0.0,
+            search_ms: 0.0,
+            confidence: 1.0,
+            background: None,
+        }
+    }
+}
+
 fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -138,7 +163,7 @@ impl Engine {
         };
         let vector_leg = async {
             if req.legs == Legs::Lexical {
-                return Ok((Vec::new(), 0.0, 0.0, 1.0, None));
+                return Ok(VectorLeg::default());
             }
             let _permit = self.embed_permit()?;
             let embedder = self.0.embedder.clone();
@@ -154,20 +179,25 @@ impl Engine {
                 let nearest: Vec<f32> = hits.iter().map(|(_, s)| *s).collect();
                 let background = ranking::background_cosine(&nearest, n);
                 hits.retain(|(_, s)| *s >= min_sim);
-                let confidence = embedder.known_token_share(&q);
-                Ok((hits, embed_ms, ms_since(t), confidence, background))
+                Ok(VectorLeg {
+                    hits,
+                    embed_ms,
+                    search_ms: ms_since(t),
+                    confidence: embedder.known_token_share(&q),
+                    background,
+                })
             })
             .await
         };
         let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
         let (lexical, lexical_ms, terms): (Candidates, f64, Option<QueryTerms>) = lexical?;
-        let (vector, embed_ms, vector_ms, vector_confidence, vector_background): (
-            Candidates,
-            f64,
-            f64,
-            f32,
-            Option<f32>,
-        ) = vector?;
+        let VectorLeg {
+            hits: vector,
+            embed_ms,
+            search_ms: vector_ms,
+            confidence: vector_confidence,
+            background: vector_background,
+        } = vector?;
 
         let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
         let t = Instant::now();
