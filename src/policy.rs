@@ -233,6 +233,9 @@ pub struct RetrievalPolicy {
     pub candidate_multiplier: usize,
     pub min_candidates: usize,
     pub min_score: f32,
+    /// The lexical leg drops the query's stop words (English and Chinese)
+    /// before searching; the index keeps every word.
+    pub query_stop_words: bool,
     pub fusion: FusionPolicy,
     pub rerank: RerankPolicy,
     pub conversation: ConversationPolicy,
@@ -316,6 +319,7 @@ impl Default for RetrievalPolicy {
             candidate_multiplier: 4,
             min_candidates: 50,
             min_score: 0.0,
+            query_stop_words: true,
             fusion: FusionPolicy::default(),
             rerank: RerankPolicy::default(),
             conversation: ConversationPolicy::default(),
@@ -996,6 +1000,7 @@ impl Policy {
                 self.embedding.thresholds().unrelated_cosine,
                 self.embedding.paraphrase_cosine(),
             ),
+            query_stop_words: self.retrieval.query_stop_words,
             decay_floor: self.decay.floor,
             importance_weight: self.decay.importance_weight,
             min_score: self.retrieval.min_score,

@@ -191,6 +191,9 @@ pub type Candidates = Vec<(Uuid, f32)>;
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankingParams {
     pub fusion: FusionMethod,
+    /// The lexical leg searches the query without its stop words
+    /// (`lexical::analyzer::query_tokens`).
+    pub query_stop_words: bool,
     /// Lowest decay factor a very old memory can reach.
     pub decay_floor: f32,
     /// How strongly importance moves the score (0 = not at all).

@@ -16,10 +16,20 @@
 //!
 //! [`analyze`] runs the same chain outside tantivy, so queries (and, later,
 //! sparse vectors) see exactly the tokens the index holds.
+//!
+//! [`query_tokens`] reads a *query*: the same chain with a stop-word filter
+//! before the stemmer (NLTK's English and Chinese lists: "what", "do", "my",
+//! "我", "的", "是", "什么"…). The index keeps every word; only the question
+//! loses the words that carry no topic, so that "What do I do for a living?"
+//! does not find "I'm saving for a down payment" through "i" and "for", and
+//! a Chinese question does not find every memory that says "我…的…是". A
+//! query made of stop words alone ("who am I") keeps them all.
+
+use std::sync::LazyLock;
 
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, Stemmer, TextAnalyzer, Token, TokenFilter, TokenStream,
-    Tokenizer,
+    Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token,
+    TokenFilter, TokenStream, Tokenizer,
 };
 use tantivy_jieba::JiebaTokenizer;
 
@@ -40,6 +50,39 @@ pub fn text_analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// The query's Chinese stop words: the function words (虚词: adverbs,
+/// prepositions, conjunctions, particles, interjections) and pronouns of
+/// NLTK's Chinese list, by the part of speech jieba's dictionary gives them.
+/// NLTK's list also holds content words — 今天, 开始, 安全, 严重, 一天 — that a
+/// question about a memory may turn on; the test
+/// `the_chinese_stop_words_are_the_function_words_of_nltks_list` derives
+/// this file again from the two sources and compares.
+const ZH_STOP_WORDS: &str = include_str!("zh_stop_words.txt");
+
+/// The query's stop words: NLTK's English list (Snowball's, as PostgreSQL's
+/// `english` configuration) and [`ZH_STOP_WORDS`], lower case, matched
+/// before stemming.
+static STOP_WORDS: LazyLock<StopWordFilter> = LazyLock::new(|| {
+    StopWordFilter::remove(
+        stop_words::get("en")
+            .iter()
+            .copied()
+            .chain(ZH_STOP_WORDS.lines())
+            .map(str::to_lowercase),
+    )
+});
+
+/// [`text_analyzer`] with the stop-word filter before the stemmer.
+fn query_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(JiebaTokenizer::new())
+        .filter(WordFilter)
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES + 1))
+        .filter(LowerCaser)
+        .filter(STOP_WORDS.clone())
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
 /// Registers the analyzer in `index`. Tokenizers are not persisted with the
 /// index: call this every time an index is created or opened.
 pub fn register(index: &tantivy::Index) {
@@ -48,7 +91,23 @@ pub fn register(index: &tantivy::Index) {
 
 /// The tokens `text` is indexed as, in order, with repetitions.
 pub fn analyze(text: &str) -> Vec<String> {
-    let mut analyzer = text_analyzer();
+    tokens(text_analyzer(), text)
+}
+
+/// The tokens a query is searched with, in order, with repetitions: those
+/// of [`analyze`] less the stop words when `drop_stop_words`, unless that
+/// leaves none.
+pub fn query_tokens(text: &str, drop_stop_words: bool) -> Vec<String> {
+    if drop_stop_words {
+        let content = tokens(query_analyzer(), text);
+        if !content.is_empty() {
+            return content;
+        }
+    }
+    analyze(text)
+}
+
+fn tokens(mut analyzer: TextAnalyzer, text: &str) -> Vec<String> {
     let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
     while let Some(token) = stream.next() {
@@ -136,6 +195,58 @@ mod tests {
             );
         }
         assert!(tokens.iter().all(|t| !t.trim().is_empty()));
+    }
+
+    #[test]
+    fn a_query_loses_its_stop_words_in_both_languages() {
+        assert_eq!(query_tokens("What do I do for a living?", true), ["live"]);
+        assert_eq!(
+            query_tokens("How old is my daughter?", true),
+            ["old", "daughter"]
+        );
+        let zh = query_tokens("我存钱买房的目标是多少？", true);
+        for gone in ["我", "的"] {
+            assert!(!zh.contains(&gone.to_string()), "{gone} in {zh:?}");
+        }
+        for kept in ["存钱", "买房", "目标", "是", "多少"] {
+            assert!(zh.contains(&kept.to_string()), "{kept} not in {zh:?}");
+        }
+        // Off, the query reads as the index does.
+        assert_eq!(
+            query_tokens("What do I do for a living?", false),
+            analyze("What do I do for a living?")
+        );
+    }
+
+    #[test]
+    fn the_chinese_stop_words_are_the_function_words_of_nltks_list() {
+        // jieba's parts of speech: r pronoun, d adverb, p preposition,
+        // c conjunction, u* particles, y modal particle, e interjection,
+        // o onomatopoeia, zg (its tag for bound particles such as 乎, 矣, 啊).
+        let function_word = |tag: &str| {
+            matches!(tag, "r" | "d" | "p" | "c" | "y" | "e" | "o" | "zg") || tag.starts_with('u')
+        };
+        let jieba = tantivy_jieba::jieba_rs::Jieba::new();
+        let derived: Vec<&str> = stop_words::get("zh")
+            .iter()
+            .copied()
+            .filter(|w| match jieba.tag(w, false).as_slice() {
+                [one] => one.word == *w && function_word(one.tag),
+                _ => false,
+            })
+            .collect();
+        let shipped: Vec<&str> = ZH_STOP_WORDS.lines().collect();
+        assert_eq!(shipped, derived);
+        for kept in ["今天", "开始", "多少", "是", "有"] {
+            assert!(!shipped.contains(&kept), "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_query_of_stop_words_alone_keeps_them() {
+        assert_eq!(query_tokens("Who am I?", true), analyze("Who am I?"));
+        assert_eq!(query_tokens("他们的", true), analyze("他们的"));
+        assert!(query_tokens("", true).is_empty());
     }
 
     #[test]

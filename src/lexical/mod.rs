@@ -48,16 +48,29 @@ pub trait LexicalIndex: Send + Sync {
     /// Merges segments and garbage-collects files so that deleted documents are
     /// physically gone from disk.
     fn purge(&self) -> Result<()>;
-    /// The best `limit` documents for `query` passing `filter`, as (id, bm25).
-    fn search(&self, query: &str, filter: &IndexFilter, limit: usize) -> Result<Vec<(Uuid, f32)>>;
-    /// How this index reads `query`: its analysed tokens, the idf of each,
+    /// The best `limit` documents for `query` passing `filter`, as (id, bm25):
+    /// [`LexicalIndex::search_tokens`] with every token of the query
+    /// ([`analyzer::analyze`]).
+    fn search(&self, query: &str, filter: &IndexFilter, limit: usize) -> Result<Vec<(Uuid, f32)>> {
+        self.search_tokens(&analyzer::analyze(query), filter, limit)
+    }
+    /// The best `limit` documents for a query already analysed into `tokens`
+    /// ([`analyzer::query_tokens`]; repetitions count once), passing
+    /// `filter`, as (id, bm25).
+    fn search_tokens(
+        &self,
+        tokens: &[String],
+        filter: &IndexFilter,
+        limit: usize,
+    ) -> Result<Vec<(Uuid, f32)>>;
+    /// How this index reads a query analysed into `tokens`: the idf of each,
     /// and the BM25 score of a full match here: a document of average
     /// length holding each of its distinct terms once scores Σ idf (BM25's
     /// term-frequency factor is 1 there). `absolute` fusion divides by that
     /// score, so a lexical score says what share of the query's information
     /// a document matched; the second stage weighs term pairs by idf.
     /// `None` when the backend cannot say, or the query has no terms.
-    fn query_terms(&self, _query: &str) -> Result<Option<QueryTerms>> {
+    fn query_terms(&self, _tokens: Vec<String>) -> Result<Option<QueryTerms>> {
         Ok(None)
     }
     /// Every committed document as (id, version).

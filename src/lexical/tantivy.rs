@@ -352,7 +352,12 @@ impl LexicalIndex for TantivyIndex {
         self.call(Command::Purge)
     }
 
-    fn search(&self, query: &str, filter: &IndexFilter, limit: usize) -> Result<Vec<(Uuid, f32)>> {
+    fn search_tokens(
+        &self,
+        tokens: &[String],
+        filter: &IndexFilter,
+        limit: usize,
+    ) -> Result<Vec<(Uuid, f32)>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -360,12 +365,12 @@ impl LexicalIndex for TantivyIndex {
             return Ok(Vec::new());
         };
         let mut seen = HashSet::new();
-        let terms: Vec<(Occur, Box<dyn Query>)> = analyzer::analyze(query)
-            .into_iter()
-            .filter(|t| seen.insert(t.clone()))
+        let terms: Vec<(Occur, Box<dyn Query>)> = tokens
+            .iter()
+            .filter(|t| seen.insert(t.as_str()))
             .map(|t| {
                 let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(self.fields.text, &t),
+                    Term::from_field_text(self.fields.text, t),
                     IndexRecordOption::WithFreqs,
                 ));
                 (Occur::Should, q)
@@ -387,7 +392,7 @@ impl LexicalIndex for TantivyIndex {
         Ok(out)
     }
 
-    fn query_terms(&self, query: &str) -> Result<Option<QueryTerms>> {
+    fn query_terms(&self, tokens: Vec<String>) -> Result<Option<QueryTerms>> {
         let searcher = self.reader.searcher();
         // tantivy's BM25 statistics: documents counted by `max_doc`, the
         // document frequency summed over segments (`query/bm25.rs`).
@@ -396,7 +401,6 @@ impl LexicalIndex for TantivyIndex {
             .iter()
             .map(|s| u64::from(s.max_doc()))
             .sum();
-        let tokens = analyzer::analyze(query);
         if docs == 0 || tokens.is_empty() {
             return Ok(None);
         }
@@ -884,7 +888,12 @@ mod tests {
         index.commit().unwrap();
         let f = long_term(&alice());
         let query = "when is my dentist appointment on friday";
-        let max_score = |q: &str| index.query_terms(q).unwrap().map(|t| t.full_match_score);
+        let max_score = |q: &str| {
+            index
+                .query_terms(analyzer::analyze(q))
+                .unwrap()
+                .map(|t| t.full_match_score)
+        };
         let max = max_score(query).expect("terms in the index");
         let hits = index.search(query, &f, 50).unwrap();
         assert_eq!(hits[0].0, docs[0].id);
@@ -907,9 +916,12 @@ mod tests {
         // a query without terms has no scale.
         let dentist = max_score("dentist").unwrap();
         assert!(max_score("dentist zyxwv").unwrap() > dentist);
-        assert_eq!(index.query_terms("!!!").unwrap(), None);
+        assert_eq!(index.query_terms(analyzer::analyze("!!!")).unwrap(), None);
         // Rarer terms weigh more; tokens come in query order.
-        let terms = index.query_terms("the dentist").unwrap().unwrap();
+        let terms = index
+            .query_terms(analyzer::analyze("the dentist"))
+            .unwrap()
+            .unwrap();
         assert_eq!(terms.tokens, ["the", "dentist"]);
         assert!(terms.idf["dentist"] > terms.idf["the"]);
     }

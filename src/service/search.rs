@@ -147,16 +147,19 @@ impl Engine {
             });
         }
 
+        let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
         let lexical_leg = async {
             if req.legs == Legs::Vector {
                 return Ok((Vec::new(), 0.0, None));
             }
             let lexical = self.0.lexical.clone();
             let (q, f) = (query.clone(), filter.clone());
+            let drop_stop_words = params.query_stop_words;
             blocking(move || {
                 let t = Instant::now();
-                let hits = lexical.search(&q, &f, n)?;
-                let terms = lexical.query_terms(&q)?;
+                let tokens = crate::lexical::analyzer::query_tokens(&q, drop_stop_words);
+                let hits = lexical.search_tokens(&tokens, &f, n)?;
+                let terms = lexical.query_terms(tokens)?;
                 Ok((hits, ms_since(t), terms))
             })
             .await
@@ -199,7 +202,6 @@ impl Engine {
             background: vector_background,
         } = vector?;
 
-        let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
         let t = Instant::now();
         let scales = ranking::QueryScales {
             lexical_full_match: terms.as_ref().map(|t| t.full_match_score),

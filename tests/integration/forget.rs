@@ -507,13 +507,13 @@ impl mnemo::lexical::LexicalIndex for HeldLexical {
     fn purge(&self) -> mnemo::Result<()> {
         self.inner.purge()
     }
-    fn search(
+    fn search_tokens(
         &self,
-        query: &str,
+        tokens: &[String],
         filter: &mnemo::domain::scope::IndexFilter,
         limit: usize,
     ) -> mnemo::Result<Vec<(uuid::Uuid, f32)>> {
-        self.inner.search(query, filter, limit)
+        self.inner.search_tokens(tokens, filter, limit)
     }
     fn entries(&self) -> mnemo::Result<Vec<(uuid::Uuid, i64)>> {
         self.inner.entries()

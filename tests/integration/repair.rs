@@ -58,8 +58,13 @@ impl LexicalIndex for FlakyLexical {
     fn purge(&self) -> mnemo::Result<()> {
         self.inner.purge()
     }
-    fn search(&self, q: &str, f: &IndexFilter, n: usize) -> mnemo::Result<Vec<(Uuid, f32)>> {
-        self.inner.search(q, f, n)
+    fn search_tokens(
+        &self,
+        q: &[String],
+        f: &IndexFilter,
+        n: usize,
+    ) -> mnemo::Result<Vec<(Uuid, f32)>> {
+        self.inner.search_tokens(q, f, n)
     }
     fn entries(&self) -> mnemo::Result<Vec<(Uuid, i64)>> {
         self.inner.entries()
