@@ -605,14 +605,31 @@ pub fn rank(
     hits
 }
 
-/// Best first; at equal scores the newer memory, then the smaller id.
+/// Best first; at equal scores the hit the legs ranked higher together
+/// ([`leg_ranks_tie_break`]), then the newer memory, then the smaller id.
 pub fn sort_hits(hits: &mut [Hit]) {
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
+            .then(leg_ranks_tie_break(&b.breakdown).total_cmp(&leg_ranks_tie_break(&a.breakdown)))
             .then(b.memory.created_at.cmp(&a.memory.created_at))
             .then(a.memory.id.cmp(&b.memory.id))
     });
+}
+
+/// What orders hits of equal score: Σ over the legs that listed the hit of
+/// 1 / (60 + rank), reciprocal rank fusion. Scores tie where normalisation
+/// clamped them — every vector candidate below the model's zero scores 0,
+/// every cosine above its paraphrase level 1 — and the legs' own order
+/// still holds what the clamp dropped (which of two weak matches is the
+/// nearer). Without it such ties fell to recency and then to the ids' random
+/// low bits.
+fn leg_ranks_tie_break(b: &ScoreBreakdown) -> f32 {
+    [b.bm25_rank, b.vector_rank]
+        .into_iter()
+        .flatten()
+        .map(|rank| 1.0 / (60.0 + rank as f32))
+        .sum()
 }
 
 #[cfg(test)]
@@ -628,6 +645,47 @@ mod tests {
         lexical_weight: 1.0,
         vector_weight: 1.0,
     };
+
+    #[test]
+    fn clamped_ties_keep_the_legs_order() {
+        // Three vector candidates below the model's zero (all fused 0) and
+        // one above: the tied three come out in the leg's order, whatever
+        // their ids and ages.
+        let method = FusionMethod::Absolute {
+            lexical_weight: 1.0,
+            vector_weight: 1.0,
+            unrelated_cosine: 0.5,
+            paraphrase_cosine: 0.9,
+            candidate_floor: false,
+        };
+        let vector = vec![(id(9), 0.8), (id(3), 0.45), (id(1), 0.40), (id(2), 0.35)];
+        let fused = fuse(&Vec::new(), &vector, method);
+        let now = Utc::now();
+        let memories: HashMap<Uuid, Memory> = vector
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| {
+                // The weakest is the newest: recency must not reorder them.
+                let at = now - chrono::Duration::days(10 - i as i64);
+                let mut m = Memory::sample(crate::domain::Tier::LongTerm, Some("u"), "text", at);
+                m.id = *id;
+                (*id, m)
+            })
+            .collect();
+        let params = RankingParams {
+            fusion: method,
+            query_stop_words: true,
+            decay_floor: 1.0,
+            importance_weight: 0.0,
+            min_score: 0.0,
+            rerank: None,
+            context: None,
+        };
+        let hits = rank(fused, memories, now, &params, |_| None, 10);
+        let order: Vec<Uuid> = hits.iter().map(|h| h.memory.id).collect();
+        assert_eq!(order, [id(9), id(3), id(1), id(2)]);
+        assert!(hits[1..].iter().all(|h| h.score == 0.0));
+    }
 
     #[test]
     fn rrf_rewards_agreement_and_normalises_to_one() {
