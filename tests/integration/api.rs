@@ -1326,6 +1326,19 @@ mod binary {
 
     use crate::over_http::{call as req, free_port, http, wait_ready};
 
+    /// The server child, killed if the test ends before it stops it (a
+    /// failed assertion used to leave `mnemo serve` running).
+    struct KillOnDrop(std::process::Child);
+
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            if matches!(self.0.try_wait(), Ok(None)) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+    }
+
     /// The `--config` file as the real binary reads it: a typo in a key
     /// stops the start with exit 1, naming the file and the key.
     #[test]
@@ -1390,29 +1403,31 @@ mod binary {
 
         let port = free_port();
         let log_path = dir.path().join("serve.log");
-        let mut child = Command::new(bin)
-            .args([
-                "serve",
-                "--log-format",
-                "json",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(&data)
-            .arg("--assets-dir")
-            .arg(&assets)
-            .env("MNEMO_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log_path).unwrap())
-            .spawn()
-            .unwrap();
+        let mut child = KillOnDrop(
+            Command::new(bin)
+                .args([
+                    "serve",
+                    "--log-format",
+                    "json",
+                    "--listen",
+                    &format!("127.0.0.1:{port}"),
+                    "--data-dir",
+                ])
+                .arg(&data)
+                .arg("--assets-dir")
+                .arg(&assets)
+                .env("MNEMO_LOG", "info")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log_path).unwrap())
+                .spawn()
+                .unwrap(),
+        );
         let base = format!("http://127.0.0.1:{port}");
         let http = http();
         wait_ready(
             &http,
             &base,
-            &mut child,
+            &mut child.0,
             &log_path,
             Duration::from_secs(180),
         )
@@ -1504,13 +1519,13 @@ mod binary {
 
         // Graceful shutdown on SIGTERM: exits 0 after committing.
         let killed = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
+            .args(["-TERM", &child.0.id().to_string()])
             .status()
             .unwrap();
         assert!(killed.success());
         let deadline = Instant::now() + Duration::from_secs(60);
         let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
+            if let Some(s) = child.0.try_wait().unwrap() {
                 break s;
             }
             assert!(Instant::now() < deadline, "server did not stop within 60 s");
