@@ -52,8 +52,10 @@ pub fn text_analyzer() -> TextAnalyzer {
 
 /// The query's Chinese stop words: the function words (虚词: adverbs,
 /// prepositions, conjunctions, particles, interjections) and pronouns of
-/// NLTK's Chinese list, by the part of speech jieba's dictionary gives them.
-/// NLTK's list also holds content words — 今天, 开始, 安全, 严重, 一天 — that a
+/// NLTK's Chinese list, by the part of speech jieba's dictionary gives them,
+/// and the copula 是 and existential 有, which jieba tags as verbs: the
+/// counterparts of "is" and "have", which the English list drops. NLTK's
+/// list also holds content words — 今天, 开始, 安全, 严重, 一天 — that a
 /// question about a memory may turn on; the test
 /// `the_chinese_stop_words_are_the_function_words_of_nltks_list` derives
 /// this file again from the two sources and compares.
@@ -205,10 +207,10 @@ mod tests {
             ["old", "daughter"]
         );
         let zh = query_tokens("我存钱买房的目标是多少？", true);
-        for gone in ["我", "的"] {
+        for gone in ["我", "的", "是"] {
             assert!(!zh.contains(&gone.to_string()), "{gone} in {zh:?}");
         }
-        for kept in ["存钱", "买房", "目标", "是", "多少"] {
+        for kept in ["存钱", "买房", "目标", "多少"] {
             assert!(zh.contains(&kept.to_string()), "{kept} not in {zh:?}");
         }
         // Off, the query reads as the index does.
@@ -217,6 +219,9 @@ mod tests {
             analyze("What do I do for a living?")
         );
     }
+
+    /// The verbs of NLTK's Chinese list that are stop words all the same.
+    const COPULAS: [&str; 2] = ["是", "有"];
 
     #[test]
     fn the_chinese_stop_words_are_the_function_words_of_nltks_list() {
@@ -231,13 +236,16 @@ mod tests {
             .iter()
             .copied()
             .filter(|w| match jieba.tag(w, false).as_slice() {
-                [one] => one.word == *w && function_word(one.tag),
+                [one] => one.word == *w && (function_word(one.tag) || COPULAS.contains(w)),
                 _ => false,
             })
             .collect();
         let shipped: Vec<&str> = ZH_STOP_WORDS.lines().collect();
         assert_eq!(shipped, derived);
-        for kept in ["今天", "开始", "多少", "是", "有"] {
+        for w in COPULAS {
+            assert!(shipped.contains(&w), "{w}");
+        }
+        for kept in ["今天", "开始", "多少", "几"] {
             assert!(!shipped.contains(&kept), "{kept}");
         }
     }
