@@ -10,7 +10,7 @@
 //!                             u = the model's query–unrelated-text cosine (per model)
 //!                     weighted bm25 / max(bm25), raw max(cos, 0)  (calibrated with u = 0)
 //!                     rrf     (k + 1) / (k + rank)                ranks only
-//!                     absolute clamp(bm25 / full(q), 0, 1),       full = Σ idf over q's terms (a full match)
+//!                     absolute bm25 / max(full(q), best bm25),    full = Σ idf over q's terms (a full match)
 //!                             clamp((cos - u) / (p - u), 0, 1)    u, p = the model's unrelated / paraphrase cosine
 //!                             u raised to the candidates' median cosine (candidate floor)
 //!                             vector weight × c, c = share of q's tokens the model knows
@@ -85,7 +85,10 @@ pub enum FusionMethod {
     /// stays low whatever the other candidates score:
     /// - BM25 as the share of a full match it reached, bm25 / Σ over the
     ///   query's terms of idf, the score of a document of average length
-    ///   holding each query term once ([`QueryScales`]), capped at 1;
+    ///   holding each query term once ([`QueryScales`]); when a candidate
+    ///   scores above a full match (a term repeated, a short text: BM25
+    ///   reaches (k1 + 1) times it), the unit is that best score instead,
+    ///   so strong matches keep their order rather than all tying at 1;
     ///   the top lexical hit of a query that shares one common word with the
     ///   memories is near 0, not 1 as with bm25/max(bm25);
     /// - the cosine anchored at both ends by the model, 0 at its typical
@@ -312,8 +315,13 @@ fn normalise_leg(
         FusionMethod::Absolute { .. }
             if lexical && scales.lexical_full_match.is_some_and(|m| m > 0.0) =>
         {
-            let max = scales.lexical_full_match.unwrap_or(1.0);
-            scores.iter().map(|s| (s / max).clamp(0.0, 1.0)).collect()
+            // A cap at the full match would tie every candidate above it at
+            // 1, and the vector leg alone — noise where the model does not
+            // read the language — would order them.
+            let full = scales.lexical_full_match.unwrap_or(1.0);
+            let best = scores.iter().copied().fold(0.0f32, f32::max);
+            let unit = full.max(best);
+            scores.iter().map(|s| (s / unit).clamp(0.0, 1.0)).collect()
         }
         FusionMethod::Absolute {
             unrelated_cosine: u,
@@ -645,6 +653,44 @@ mod tests {
         lexical_weight: 1.0,
         vector_weight: 1.0,
     };
+
+    #[test]
+    fn absolute_keeps_the_order_of_matches_above_a_full_match() {
+        let method = FusionMethod::Absolute {
+            lexical_weight: 1.0,
+            vector_weight: 1.0,
+            unrelated_cosine: 0.5,
+            paraphrase_cosine: 0.9,
+            candidate_floor: false,
+        };
+        let flat = |f: &[Fused], n: u128| f.iter().find(|x| x.id == id(n)).unwrap().fused;
+        let scales = QueryScales {
+            lexical_full_match: Some(10.0),
+            ..QueryScales::default()
+        };
+        // Two candidates above a full match, the weaker with a slightly
+        // better cosine: BM25's order holds, the unit is the best score.
+        let lexical = vec![(id(1), 20.0), (id(2), 12.0), (id(3), 5.0)];
+        let vector = vec![(id(2), 0.52), (id(1), 0.51), (id(3), 0.51)];
+        let fused = fuse_scaled(&lexical, &vector, method, scales);
+        assert_eq!(fused[0].id, id(1));
+        let lexical_share = |n: u128| {
+            fused
+                .iter()
+                .find(|x| x.id == id(n))
+                .unwrap()
+                .bm25
+                .unwrap()
+                .contribution
+        };
+        assert!((lexical_share(1) - 0.5).abs() < 1e-6);
+        assert!((lexical_share(2) - 0.3).abs() < 1e-6);
+        assert!((lexical_share(3) - 0.125).abs() < 1e-6);
+        // No candidate reaches a full match: the full match stays the unit,
+        // so a weak best match stays weak.
+        let weak = fuse_scaled(&vec![(id(1), 4.0)], &Vec::new(), method, scales);
+        assert!((flat(&weak, 1) - 0.4).abs() < 1e-6);
+    }
 
     #[test]
     fn clamped_ties_keep_the_legs_order() {
