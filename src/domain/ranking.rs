@@ -654,15 +654,18 @@ mod tests {
         vector_weight: 1.0,
     };
 
+    /// `absolute` on a toy model (unrelated 0.5, paraphrase 0.9), no floor.
+    const ABSOLUTE: FusionMethod = FusionMethod::Absolute {
+        lexical_weight: 1.0,
+        vector_weight: 1.0,
+        unrelated_cosine: 0.5,
+        paraphrase_cosine: 0.9,
+        candidate_floor: false,
+    };
+
     #[test]
     fn absolute_keeps_the_order_of_matches_above_a_full_match() {
-        let method = FusionMethod::Absolute {
-            lexical_weight: 1.0,
-            vector_weight: 1.0,
-            unrelated_cosine: 0.5,
-            paraphrase_cosine: 0.9,
-            candidate_floor: false,
-        };
+        let method = ABSOLUTE;
         let flat = |f: &[Fused], n: u128| f.iter().find(|x| x.id == id(n)).unwrap().fused;
         let scales = QueryScales {
             lexical_full_match: Some(10.0),
@@ -697,13 +700,7 @@ mod tests {
         // Three vector candidates below the model's zero (all fused 0) and
         // one above: the tied three come out in the leg's order, whatever
         // their ids and ages.
-        let method = FusionMethod::Absolute {
-            lexical_weight: 1.0,
-            vector_weight: 1.0,
-            unrelated_cosine: 0.5,
-            paraphrase_cosine: 0.9,
-            candidate_floor: false,
-        };
+        let method = ABSOLUTE;
         let vector = vec![(id(9), 0.8), (id(3), 0.45), (id(1), 0.40), (id(2), 0.35)];
         let fused = fuse(&Vec::new(), &vector, method);
         let now = Utc::now();
