@@ -18,8 +18,8 @@
 //! sparse vectors) see exactly the tokens the index holds.
 //!
 //! [`query_tokens`] reads a *query*: the same chain with a stop-word filter
-//! before the stemmer (NLTK's English and Chinese lists: "what", "do", "my",
-//! "我", "的", "是", "什么"…). The index keeps every word; only the question
+//! before the stemmer (NLTK's English list and the function words of its
+//! Chinese list: "what", "do", "my", "我", "的", "是", "什么"…). The index keeps every word; only the question
 //! loses the words that carry no topic, so that "What do I do for a living?"
 //! does not find "I'm saving for a down payment" through "i" and "for", and
 //! a Chinese question does not find every memory that says "我…的…是". A
