@@ -1,6 +1,8 @@
 //! The report: `report.json` (a stable schema for tooling), `report.md`
-//! (summary tables) and `report.html` (self-contained: inline CSS and SVG
-//! charts generated here, no external assets).
+//! (summary tables), `report.html` (self-contained: inline CSS and SVG
+//! charts generated here, no external assets) and `per_query.jsonl` (every
+//! query's metrics in every run, so that runs of two builds on the same
+//! vectors can be paired query by query outside one report).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -197,7 +199,8 @@ fn ms(v: Option<f64>) -> String {
 }
 
 impl Report {
-    /// Writes `report.json`, `report.md` and `report.html` into `dir`.
+    /// Writes `report.json`, `report.md`, `report.html` and
+    /// `per_query.jsonl` into `dir`.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let io = |e| Error::Io {
             path: dir.to_path_buf(),
@@ -208,7 +211,36 @@ impl Report {
         std::fs::write(dir.join("report.json"), json + "\n").map_err(io)?;
         std::fs::write(dir.join("report.md"), self.markdown()).map_err(io)?;
         std::fs::write(dir.join("report.html"), self.html()).map_err(io)?;
+        std::fs::write(dir.join("per_query.jsonl"), self.per_query_lines()?).map_err(io)?;
         Ok(())
+    }
+
+    /// One line per run and query: `{"set", "run", "query_id", "metrics"}`
+    /// (`run` is the preset name or the policy file's stem, as in the
+    /// tables), metrics in display order.
+    fn per_query_lines(&self) -> Result<String> {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            set: &'a str,
+            run: &'a str,
+            query_id: &'a str,
+            #[serde(serialize_with = "ser::metrics")]
+            metrics: &'a MetricMap,
+        }
+        let mut out = String::new();
+        for run in &self.runs {
+            for (query_id, metrics) in &run.per_query {
+                let line = Line {
+                    set: &run.set,
+                    run: &run.preset,
+                    query_id,
+                    metrics,
+                };
+                out += &serde_json::to_string(&line).map_err(crate::Error::internal)?;
+                out.push('\n');
+            }
+        }
+        Ok(out)
     }
 
     fn runs_of<'a>(&'a self, set: &'a str) -> impl Iterator<Item = &'a Run> + 'a {

@@ -138,6 +138,29 @@ async fn bm25_on_a_tiny_set_gives_the_hand_computed_figures() {
     assert!(html.contains("<svg") && !html.contains("<script") && !html.contains("<link"));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| bm25 |") && md.contains("no `asked_at`"));
+    // Every run's every scored query, with the metrics its means come from.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("per_query.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        report.runs.iter().map(|r| r.queries).sum::<usize>()
+    );
+    let bm25: Vec<&serde_json::Value> = lines.iter().filter(|l| l["run"] == "bm25").collect();
+    let mean = bm25
+        .iter()
+        .map(|l| l["metrics"]["ndcg@10"].as_f64().unwrap())
+        .sum::<f64>()
+        / bm25.len() as f64;
+    let reported = report
+        .runs
+        .iter()
+        .find(|r| r.preset == "bm25")
+        .unwrap()
+        .metrics["ndcg@10"];
+    assert!((mean - reported).abs() < 1e-6, "{mean} vs {reported}");
 
     // A second run finds every document embedding in the persistent cache.
     let again = eval::run(config, &()).await.unwrap();
