@@ -617,11 +617,14 @@ pub fn rank(
 /// ([`leg_ranks_tie_break`]), then the newer memory, then the smaller id.
 pub fn sort_hits(hits: &mut [Hit]) {
     hits.sort_by(|a, b| {
+        // The tie-breaks only run for equal scores (`then_with` is lazy).
         b.score
             .total_cmp(&a.score)
-            .then(leg_ranks_tie_break(&b.breakdown).total_cmp(&leg_ranks_tie_break(&a.breakdown)))
-            .then(b.memory.created_at.cmp(&a.memory.created_at))
-            .then(a.memory.id.cmp(&b.memory.id))
+            .then_with(|| {
+                leg_ranks_tie_break(&b.breakdown).total_cmp(&leg_ranks_tie_break(&a.breakdown))
+            })
+            .then_with(|| b.memory.created_at.cmp(&a.memory.created_at))
+            .then_with(|| a.memory.id.cmp(&b.memory.id))
     });
 }
 
