@@ -9,7 +9,8 @@
 //! - [`runner`]: one set through the engine, once per preset;
 //! - [`cache`]: the persistent embedding cache (documents and queries);
 //! - [`similarity`]: the model's cosine distributions (threshold calibration);
-//! - [`report`]: `report.json` (stable schema), `report.md`, `report.html`.
+//! - [`report`]: `report.json` (stable schema), `report.md`, `report.html`,
+//!   `per_query.jsonl`.
 //!
 //! Everything goes through [`crate::Engine`], the same code path as the
 //! service. Queries run one at a time, each with the clock set to its
