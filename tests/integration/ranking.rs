@@ -307,3 +307,51 @@ async fn a_turn_brings_its_neighbours_with_a_share_of_its_score() {
             .all(|h| h.breakdown.context.is_none()));
     }
 }
+
+#[tokio::test]
+async fn the_lexical_leg_searches_without_the_querys_stop_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let actor = Actor::local("test");
+    let added = engine
+        .add(
+            &actor,
+            vec![
+                long_term("u", "I'm saving for a down payment on an apartment"),
+                long_term("u", "我妈妈的生日是农历八月十五"),
+                long_term("u", "My job: a nurse at the city hospital, night shifts"),
+            ],
+            true,
+        )
+        .await
+        .unwrap();
+    let lexical = |query: &'static str, stop_words: bool| {
+        let engine = engine.clone();
+        async move {
+            let mut req = SearchRequest::new(Scope::user("u"), query);
+            req.legs = mnemo::service::Legs::Lexical;
+            let mut ranking = engine.policy().ranking();
+            ranking.query_stop_words = stop_words;
+            req.ranking = Some(ranking);
+            engine.search(req).await.unwrap().hits
+        }
+    };
+    // Only function words are shared: found without the filter, not with it.
+    let ids =
+        |hits: &[mnemo::domain::ranking::Hit]| hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
+    assert!(ids(&lexical("What do I do for a living?", false).await).contains(&added[0].id));
+    assert!(lexical("What do I do for a living?", true).await.is_empty());
+    assert!(ids(&lexical("我的目标是多少", false).await).contains(&added[1].id));
+    assert!(lexical("我的目标是多少", true).await.is_empty());
+    // A content word still matches, and the default policy drops stop words.
+    let hits = engine
+        .search({
+            let mut req = SearchRequest::new(Scope::user("u"), "what is my job?");
+            req.legs = mnemo::service::Legs::Lexical;
+            req
+        })
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(ids(&hits), [added[2].id]);
+}
