@@ -100,6 +100,18 @@ pub struct ModelCalibration {
     /// fusion. Absent: the model's built-in value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paraphrase_cosine: Option<f32>,
+    /// Cross-script alignment of the vector leg: how much lower this model
+    /// puts a question and an unrelated memory of the other script than of
+    /// the question's own (the difference of the unrelated medians). A
+    /// candidate's cosine is raised by it times the memory's share of the
+    /// other script, so that a Chinese answer to an English question is not
+    /// outranked by English memories for being in another language. For a
+    /// question in CJK and a memory in Latin script…
+    #[serde(default)]
+    pub cross_script_shift_cjk_query: f32,
+    /// …and for a question in Latin script and a memory in CJK.
+    #[serde(default)]
+    pub cross_script_shift_latin_query: f32,
 }
 
 impl ModelCalibration {
@@ -110,6 +122,10 @@ impl ModelCalibration {
         reinforce_min_similarity: 0.85,
         correction_min_similarity: 0.5,
         paraphrase_cosine: Some(0.8),
+        // English only: its CJK cosines are noise, and fusion gives its leg
+        // no weight on CJK text (`known_token_share`).
+        cross_script_shift_cjk_query: 0.0,
+        cross_script_shift_latin_query: 0.0,
     };
     /// multilingual-e5-small (measured: README, "Similarity thresholds per model").
     pub const MULTILINGUAL_E5_SMALL: ModelCalibration = ModelCalibration {
@@ -118,6 +134,8 @@ impl ModelCalibration {
         reinforce_min_similarity: 0.92,
         correction_min_similarity: 0.86,
         paraphrase_cosine: Some(0.92),
+        cross_script_shift_cjk_query: 0.089,
+        cross_script_shift_latin_query: 0.055,
     };
 }
 
@@ -969,6 +987,14 @@ impl Policy {
                 ("min_vector_similarity", t.min_vector_similarity),
                 ("reinforce_min_similarity", t.reinforce_min_similarity),
                 ("correction_min_similarity", t.correction_min_similarity),
+                (
+                    "cross_script_shift_cjk_query",
+                    t.cross_script_shift_cjk_query,
+                ),
+                (
+                    "cross_script_shift_latin_query",
+                    t.cross_script_shift_latin_query,
+                ),
             ] {
                 unit(&format!("embedding.{}.{field}", spec.name), v as f64)?;
             }

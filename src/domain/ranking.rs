@@ -303,6 +303,44 @@ pub fn background_cosine(nearest: &[f32], asked: usize) -> Option<f32> {
         .flatten()
 }
 
+/// The share of `text` written in CJK script, 0..=1, counting a CJK
+/// character as a word and five Latin letters as one (a Chinese memory with
+/// "Zoom" in it is still Chinese); 0.5 for text with neither.
+pub fn cjk_share(text: &str) -> f32 {
+    let (mut cjk, mut latin) = (0usize, 0usize);
+    for c in text.chars() {
+        if crate::embed::is_cjk(c) {
+            cjk += 1;
+        } else if c.is_alphabetic() {
+            latin += 1;
+        }
+    }
+    let (cjk, words) = (cjk as f32, latin as f32 / 5.0);
+    if cjk + words == 0.0 {
+        0.5
+    } else {
+        cjk / (cjk + words)
+    }
+}
+
+/// How much a vector candidate's cosine is raised for being in the other
+/// script than the question (`[embedding.<model>] cross_script_shift_*`):
+/// the model's gap between same-script and cross-script unrelated pairs,
+/// times the memory's share of the other script. The question's script is
+/// its majority.
+pub fn cross_script_shift(
+    query_cjk_share: f32,
+    memory_cjk_share: f32,
+    cjk_query: f32,
+    latin_query: f32,
+) -> f32 {
+    if query_cjk_share > 0.5 {
+        cjk_query * (1.0 - memory_cjk_share)
+    } else {
+        latin_query * memory_cjk_share
+    }
+}
+
 /// One leg's candidates normalised onto 0..1 by `method`, in list order.
 fn normalise_leg(
     candidates: &Candidates,
@@ -493,6 +531,12 @@ pub struct ScoreBreakdown {
     /// model's `unrelated_cosine`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_background: Option<f32>,
+    /// How much `vector_similarity` was raised because the memory is in
+    /// another script than the query (`[embedding.<model>]
+    /// cross_script_shift_*`); `vector_similarity` includes it, the model's
+    /// own cosine is the difference. Absent when 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_script_shift: Option<f32>,
     pub decay_factor: f32,
     pub importance_factor: f32,
     /// What the second stage saw and the factor it applied (absent: the hit
@@ -552,6 +596,7 @@ impl Hit {
                 bm25_full_match_score: None,
                 vector_confidence: None,
                 vector_background: None,
+                vector_script_shift: None,
                 decay_factor: 1.0,
                 importance_factor: 1.0,
                 rerank: None,
@@ -599,6 +644,7 @@ pub fn rank(
                         .flatten(),
                     vector_confidence: absolute.then_some(f.scales.vector_confidence),
                     vector_background: absolute.then_some(f.scales.vector_background).flatten(),
+                    vector_script_shift: None,
                     decay_factor: decay,
                     importance_factor: imp,
                     rerank: None,
@@ -696,6 +742,29 @@ mod tests {
         // so a weak best match stays weak.
         let weak = fuse_scaled(&vec![(id(1), 4.0)], &Vec::new(), method, scales);
         assert!((flat(&weak, 1) - 0.4).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_memory_in_the_other_script_is_raised_by_its_share_of_it() {
+        assert_eq!(cjk_share("我对花生过敏"), 1.0);
+        assert_eq!(cjk_share("I am allergic to peanuts"), 0.0);
+        assert_eq!(cjk_share("12345 !!"), 0.5);
+        // One Latin word among Chinese words keeps the text mostly Chinese.
+        let mixed = cjk_share("我们公司开会都用飞书，不用 Zoom");
+        assert!(mixed > 0.9 && mixed < 1.0, "{mixed}");
+        let (zh_q, en_q) = (
+            cjk_share("我对什么过敏"),
+            cjk_share("What am I allergic to?"),
+        );
+        // A Chinese question: English memories get the whole shift, Chinese none.
+        assert!((cross_script_shift(zh_q, 0.0, 0.09, 0.05) - 0.09).abs() < 1e-6);
+        assert_eq!(cross_script_shift(zh_q, 1.0, 0.09, 0.05), 0.0);
+        // An English question: Chinese memories get the other shift.
+        assert!((cross_script_shift(en_q, 1.0, 0.09, 0.05) - 0.05).abs() < 1e-6);
+        assert_eq!(cross_script_shift(en_q, 0.0, 0.09, 0.05), 0.0);
+        // A mixed memory, in proportion.
+        let half = cross_script_shift(en_q, 0.5, 0.09, 0.05);
+        assert!((half - 0.025).abs() < 1e-6);
     }
 
     #[test]

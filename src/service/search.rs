@@ -3,6 +3,7 @@
 //! against the source of truth), then ranked with decay and importance.
 //! Access is recorded by a background task.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
@@ -91,14 +92,14 @@ pub struct SearchStages {
 
 /// What the vector leg found, and what fusion needs to know about it.
 struct VectorLeg {
-    /// Candidates at or above the model's `min_vector_similarity`.
+    /// Every candidate the index returned, best first: the model's
+    /// `min_vector_similarity` cut comes after the cross-script alignment,
+    /// which needs the memories' text.
     hits: Candidates,
     embed_ms: f64,
     search_ms: f64,
     /// The share of the query's tokens the model knows.
     confidence: f32,
-    /// [`ranking::background_cosine`] of the full list, before the cut.
-    background: Option<f32>,
 }
 
 impl Default for VectorLeg {
@@ -109,7 +110,6 @@ impl Default for VectorLeg {
             embed_ms: 0.0,
             search_ms: 0.0,
             confidence: 1.0,
-            background: None,
         }
     }
 }
@@ -172,22 +172,17 @@ impl Engine {
             let embedder = self.0.embedder.clone();
             let vectors = self.0.vectors.clone();
             let (q, f) = (query.clone(), filter.clone());
-            let min_sim = policy.min_vector_similarity();
             blocking(move || {
                 let t = Instant::now();
                 let v = embedder.embed_query(&q)?;
                 let embed_ms = ms_since(t);
                 let t = Instant::now();
-                let mut hits = vectors.search(&v, &f, n)?;
-                let nearest: Vec<f32> = hits.iter().map(|(_, s)| *s).collect();
-                let background = ranking::background_cosine(&nearest, n);
-                hits.retain(|(_, s)| *s >= min_sim);
+                let hits = vectors.search(&v, &f, n)?;
                 Ok(VectorLeg {
                     hits,
                     embed_ms,
                     search_ms: ms_since(t),
                     confidence: embedder.known_token_share(&q),
-                    background,
                 })
             })
             .await
@@ -195,23 +190,34 @@ impl Engine {
         let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
         let (lexical, lexical_ms, terms): (Candidates, f64, Option<QueryTerms>) = lexical?;
         let VectorLeg {
-            hits: vector,
+            hits: mut vector,
             embed_ms,
             search_ms: vector_ms,
             confidence: vector_confidence,
-            background: vector_background,
         } = vector?;
 
+        // The background is taken from the whole list, before the cut.
+        let calibration = policy.embedding.thresholds();
+        let (shift_cjk, shift_latin) = (
+            calibration.cross_script_shift_cjk_query,
+            calibration.cross_script_shift_latin_query,
+        );
+        let align = shift_cjk > 0.0 || shift_latin > 0.0;
+        let min_sim = policy.min_vector_similarity();
+        let mut vector_background = None;
+        if !align {
+            let nearest: Vec<f32> = vector.iter().map(|(_, s)| *s).collect();
+            vector_background = ranking::background_cosine(&nearest, n);
+            vector.retain(|(_, s)| *s >= min_sim);
+        }
+
+        // Every candidate is read from the store before fusion: the store is
+        // the truth (scope is re-checked below), and the cross-script
+        // alignment reads each memory's script.
         let t = Instant::now();
-        let scales = ranking::QueryScales {
-            lexical_full_match: terms.as_ref().map(|t| t.full_match_score),
-            vector_confidence,
-            vector_background,
-        };
-        let fused = ranking::fuse_scaled(&lexical, &vector, params.fusion, scales);
-        let fuse_ms = ms_since(t);
-        let t = Instant::now();
-        let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
+        let mut ids: Vec<Uuid> = lexical.iter().chain(&vector).map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids.dedup();
         let now = self.0.clock.now();
         let mut memories = self.0.store.get_many(&ids).await?;
         // The store is the truth: re-check scope, status and expiry there, so
@@ -229,6 +235,41 @@ impl Engine {
         };
         memories.retain(|_, m| in_scope(m));
         let hydrate_ms = ms_since(t);
+
+        // Cross-script alignment (`[embedding.<model>] cross_script_shift_*`):
+        // a memory in the other script than the query is raised by the
+        // model's gap between same- and cross-script unrelated pairs, in
+        // proportion to its share of that script; then the cut.
+        let t = Instant::now();
+        let mut shifts: HashMap<Uuid, f32> = HashMap::new();
+        if align {
+            let query_cjk = ranking::cjk_share(&query);
+            for (id, cosine) in vector.iter_mut() {
+                let Some(m) = memories.get(id) else { continue };
+                let shift = ranking::cross_script_shift(
+                    query_cjk,
+                    ranking::cjk_share(&m.text),
+                    shift_cjk,
+                    shift_latin,
+                );
+                if shift > 0.0 {
+                    *cosine += shift;
+                    shifts.insert(*id, shift);
+                }
+            }
+            vector.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let nearest: Vec<f32> = vector.iter().map(|(_, s)| *s).collect();
+            vector_background = ranking::background_cosine(&nearest, n);
+            vector.retain(|(_, s)| *s >= min_sim);
+        }
+        let scales = ranking::QueryScales {
+            lexical_full_match: terms.as_ref().map(|t| t.full_match_score),
+            vector_confidence,
+            vector_background,
+        };
+        let fused = ranking::fuse_scaled(&lexical, &vector, params.fusion, scales);
+        let fuse_ms = ms_since(t);
+
         let t = Instant::now();
         let use_decay = req.decay;
         let window = params
@@ -261,6 +302,9 @@ impl Engine {
                 .await?;
         }
         hits.truncate(top_k);
+        for hit in &mut hits {
+            hit.breakdown.vector_script_shift = shifts.get(&hit.memory.id).copied();
+        }
         let rank_ms = ms_since(t);
         if req.record_access && !hits.is_empty() {
             let ids = hits.iter().map(|h| h.memory.id).collect();

@@ -274,6 +274,9 @@ class ScoreBreakdown(Response):
     bm25_full_match_score: Optional[float] = None
     vector_confidence: Optional[float] = None
     vector_background: Optional[float] = None
+    #: How much ``vector_similarity`` was raised because the memory is in
+    #: another script than the query (absent when 0).
+    vector_script_shift: Optional[float] = None
     decay_factor: float
     importance_factor: float
     #: The second stage's signals (absent when it did not see the hit).
