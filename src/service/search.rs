@@ -118,6 +118,16 @@ fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+/// The vector leg's background cosine ([`ranking::background_cosine`]),
+/// taken from the whole list, then the model's cut: candidates below
+/// `min_sim` are dropped.
+fn background_then_cut(vector: &mut Candidates, asked: usize, min_sim: f32) -> Option<f32> {
+    let nearest: Vec<f32> = vector.iter().map(|(_, s)| *s).collect();
+    let background = ranking::background_cosine(&nearest, asked);
+    vector.retain(|(_, s)| *s >= min_sim);
+    background
+}
+
 impl Engine {
     /// Hybrid search within a scope.
     pub async fn search(&self, req: SearchRequest) -> Result<SearchResult> {
@@ -196,7 +206,6 @@ impl Engine {
             confidence: vector_confidence,
         } = vector?;
 
-        // The background is taken from the whole list, before the cut.
         let calibration = policy.embedding.thresholds();
         let (shift_cjk, shift_latin) = (
             calibration.cross_script_shift_cjk_query,
@@ -206,9 +215,7 @@ impl Engine {
         let min_sim = policy.min_vector_similarity();
         let mut vector_background = None;
         if !align {
-            let nearest: Vec<f32> = vector.iter().map(|(_, s)| *s).collect();
-            vector_background = ranking::background_cosine(&nearest, n);
-            vector.retain(|(_, s)| *s >= min_sim);
+            vector_background = background_then_cut(&mut vector, n, min_sim);
         }
 
         // Every candidate is read from the store before fusion: the store is
@@ -258,9 +265,7 @@ impl Engine {
                 }
             }
             vector.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let nearest: Vec<f32> = vector.iter().map(|(_, s)| *s).collect();
-            vector_background = ranking::background_cosine(&nearest, n);
-            vector.retain(|(_, s)| *s >= min_sim);
+            vector_background = background_then_cut(&mut vector, n, min_sim);
         }
         let scales = ranking::QueryScales {
             lexical_full_match: terms.as_ref().map(|t| t.full_match_score),

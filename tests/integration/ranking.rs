@@ -355,3 +355,58 @@ async fn the_lexical_leg_searches_without_the_querys_stop_words() {
         .hits;
     assert_eq!(ids(&hits), [added[2].id]);
 }
+
+#[tokio::test]
+async fn a_memory_in_the_other_script_is_aligned_and_shows_it() {
+    // The tests' hashing embedder runs on MiniLM's table, whose shifts are
+    // 0; give it e5-like ones to exercise the service's alignment.
+    let search = |shift: f32| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let mut policy = mnemo::policy::Policy::default();
+        policy
+            .embedding
+            .all_minilm_l6_v2
+            .cross_script_shift_cjk_query = shift;
+        policy.embedding.all_minilm_l6_v2.min_vector_similarity = -1.0;
+        let engine = engine_with(dir.path(), Arc::new(manual()), policy).await;
+        let actor = Actor::local("test");
+        engine
+            .add(
+                &actor,
+                vec![
+                    long_term("u", "I take the subway to the office"),
+                    long_term("u", "我每天早上去公园跑步"),
+                ],
+                true,
+            )
+            .await
+            .unwrap();
+        let mut req = SearchRequest::new(Scope::user("u"), "我每天怎么去上班");
+        req.legs = mnemo::service::Legs::Vector;
+        let hits = engine.search(req).await.unwrap().hits;
+        let english = hits
+            .iter()
+            .find(|h| h.memory.text.starts_with("I take"))
+            .expect("the English memory is a vector candidate")
+            .breakdown
+            .clone();
+        let chinese = hits
+            .iter()
+            .find(|h| h.memory.text.starts_with("我每天"))
+            .expect("the Chinese memory is a vector candidate")
+            .breakdown
+            .clone();
+        (english, chinese)
+    };
+    let (plain_en, plain_zh) = search(0.0).await;
+    assert_eq!(plain_en.vector_script_shift, None);
+    let (en, zh) = search(0.2).await;
+    // The English memory (all Latin) gets the whole shift, in its cosine
+    // and in the breakdown; the Chinese memory, in the query's script, none.
+    let shift = en.vector_script_shift.expect("shown for the other script");
+    assert!((shift - 0.2).abs() < 1e-6, "{shift}");
+    let raised = en.vector_similarity.unwrap() - plain_en.vector_similarity.unwrap();
+    assert!((raised - 0.2).abs() < 1e-4, "{raised}");
+    assert_eq!(zh.vector_script_shift, None);
+    assert_eq!(zh.vector_similarity, plain_zh.vector_similarity);
+}
