@@ -30,7 +30,9 @@ const STOPWORDS: &[&str] = &[
     "has", "have", "had", "with", "by", "as", "do", "does", "did",
 ];
 
-fn is_cjk(c: char) -> bool {
+/// Han ideographs only, the characters read as bigrams here (unlike
+/// `script::is_cjk`, which also counts kana and Hangul as CJK script).
+fn is_han(c: char) -> bool {
     matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF)
 }
 
@@ -62,7 +64,7 @@ pub fn content_tokens(text: &str) -> HashSet<String> {
         h.clear();
     };
     for c in lower.chars() {
-        if is_cjk(c) {
+        if is_han(c) {
             flush_word(&mut word, &mut out);
             han.push(c);
         } else if c.is_alphanumeric() {

@@ -13,6 +13,7 @@ pub mod owner;
 pub mod ranking;
 pub mod rerank;
 pub mod scope;
+pub mod script;
 pub mod thread;
 pub mod tokens;
 pub mod turns;

@@ -303,26 +303,6 @@ pub fn background_cosine(nearest: &[f32], asked: usize) -> Option<f32> {
         .flatten()
 }
 
-/// The share of `text` written in CJK script, 0..=1, counting a CJK
-/// character as a word and five Latin letters as one (a Chinese memory with
-/// "Zoom" in it is still Chinese); 0.5 for text with neither.
-pub fn cjk_share(text: &str) -> f32 {
-    let (mut cjk, mut latin) = (0usize, 0usize);
-    for c in text.chars() {
-        if crate::embed::is_cjk(c) {
-            cjk += 1;
-        } else if c.is_alphabetic() {
-            latin += 1;
-        }
-    }
-    let (cjk, words) = (cjk as f32, latin as f32 / 5.0);
-    if cjk + words == 0.0 {
-        0.5
-    } else {
-        cjk / (cjk + words)
-    }
-}
-
 /// How much a vector candidate's cosine is raised for being in the other
 /// script than the question (`[embedding.<model>] cross_script_shift_*`):
 /// the model's gap between same-script and cross-script unrelated pairs,
@@ -746,6 +726,7 @@ mod tests {
 
     #[test]
     fn a_memory_in_the_other_script_is_raised_by_its_share_of_it() {
+        use crate::domain::script::cjk_share;
         assert_eq!(cjk_share("我对花生过敏"), 1.0);
         assert_eq!(cjk_share("I am allergic to peanuts"), 0.0);
         assert_eq!(cjk_share("12345 !!"), 0.5);

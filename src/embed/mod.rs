@@ -34,19 +34,3 @@ pub trait Embedder: Send + Sync {
         1.0
     }
 }
-
-/// Whether `c` is a Chinese, Japanese or Korean character (Han ideographs,
-/// kana, Hangul), the scripts an English-only model never learnt.
-pub fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{2E80}'..='\u{2FDF}'       // CJK radicals
-        | '\u{3040}'..='\u{30FF}'     // Hiragana, Katakana
-        | '\u{3100}'..='\u{31BF}'     // Bopomofo, Hangul compatibility jamo, Kanbun
-        | '\u{3400}'..='\u{4DBF}'     // CJK extension A
-        | '\u{4E00}'..='\u{9FFF}'     // CJK unified ideographs
-        | '\u{AC00}'..='\u{D7AF}'     // Hangul syllables
-        | '\u{1100}'..='\u{11FF}'     // Hangul jamo
-        | '\u{F900}'..='\u{FAFF}'     // CJK compatibility ideographs
-        | '\u{20000}'..='\u{3134F}'   // CJK extensions B–G
-    )
-}

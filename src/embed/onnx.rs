@@ -50,7 +50,8 @@ use parking_lot::Mutex;
 use super::assets::{self, AssetPaths, ModelSpec, PoolingKind};
 use super::error::{bad_output, EmbedError};
 use super::pool::{self, Pool};
-use super::{is_cjk, Embedder};
+use super::Embedder;
+use crate::domain::script::is_cjk;
 use crate::error::{Error, Result};
 
 /// How to run the model.

@@ -250,12 +250,12 @@ impl Engine {
         let t = Instant::now();
         let mut shifts: HashMap<Uuid, f32> = HashMap::new();
         if align {
-            let query_cjk = ranking::cjk_share(&query);
+            let query_cjk = crate::domain::script::cjk_share(&query);
             for (id, cosine) in vector.iter_mut() {
                 let Some(m) = memories.get(id) else { continue };
                 let shift = ranking::cross_script_shift(
                     query_cjk,
-                    ranking::cjk_share(&m.text),
+                    crate::domain::script::cjk_share(&m.text),
                     shift_cjk,
                     shift_latin,
                 );
