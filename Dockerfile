@@ -19,6 +19,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
+# .cargo/config.toml: SQLite built with the sqlite_dbpage table (the erasure's purge).
+COPY .cargo ./.cargo
 # qdrant-edge 0.9.0, patched to build on stable Rust ([patch.crates-io]).
 COPY vendor ./vendor
 COPY src ./src

@@ -55,7 +55,7 @@ fn summary(mut ms: Vec<f64>) -> String {
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(
-            "mnemo::service::erasure=info",
+            "mnemo::service::erasure=info,mnemo::store=info",
         ))
         .init();
     let n: usize = value("--memories").map_or(20_000, |v| v.parse().unwrap());
@@ -158,13 +158,30 @@ async fn main() -> anyhow::Result<()> {
         })
     };
     let mut during = Vec::new();
+    // (ms since the erasure started, the write's ms): where the slow ones
+    // fall against the log's step times (`store_ms`, then `purge_ms`).
+    let mut slowest = Vec::new();
+    let erasure_started = Instant::now();
     while !erasing.is_finished() {
-        during.push(write(i).await);
+        let at = erasure_started.elapsed().as_secs_f64() * 1e3;
+        let ms = write(i).await;
+        during.push(ms);
+        slowest.push((at, ms));
         i += 1;
     }
+    slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    slowest.truncate(5);
     let (receipt, took) = erasing.await?;
     let receipt = receipt?;
     println!("other user's writes, during erasure: {}", summary(during));
+    let slowest: Vec<String> = slowest
+        .iter()
+        .map(|(at, ms)| format!("{ms:.0} ms at {at:.0}"))
+        .collect();
+    println!(
+        "  slowest (started ms after the erasure): {}",
+        slowest.join(", ")
+    );
     println!(
         "erasure: {} memories, {} audit events, {} cached embeddings in {:.0} ms",
         receipt.erased.memories,

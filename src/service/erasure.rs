@@ -22,8 +22,9 @@
 //!      the deleted cells (and the user's API keys, so none authenticates
 //!      and no key row keeps the user id);
 //! 3. the store purges its files ([`crate::store::ErasureStore::purge_erased`]):
-//!    SQLite `VACUUM`s and checkpoints the WAL (stale copies of moved cells
-//!    survive `secure_delete`, see `store/sql/sqlite.rs`), PostgreSQL
+//!    SQLite zeroes the free space of every page in short batches and
+//!    checkpoints the WAL (stale copies of moved cells survive
+//!    `secure_delete`, see `store/sql/sqlite_scrub.rs`), PostgreSQL
 //!    `VACUUM`s the touched tables (see `store/sql/postgres.rs` for what that
 //!    does and does not remove). Skipped only when this run deleted nothing,
 //!    is not resuming an interrupted run, and the user was erased before (a

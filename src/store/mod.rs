@@ -420,10 +420,11 @@ pub trait ErasureStore: Send + Sync {
     async fn erase_user(&self, tenant_id: &str, user_id: &str) -> Result<ErasedRows>;
     /// Makes sure the files no longer hold what `erase_user` deleted: a
     /// deleted row can survive as bytes (SQLite: stale copies of its cells
-    /// in other pages, which `VACUUM` rewrites; PostgreSQL: dead tuples,
-    /// which `VACUUM` reclaims). Runs before `complete_erasure`, so a crash
-    /// before it has finished leaves the intent and the next run purges
-    /// again. Idempotent; costs in proportion to the database, not the user.
+    /// in other pages' free space, which the purge zeroes page by page;
+    /// PostgreSQL: dead tuples, which `VACUUM` reclaims). Runs before
+    /// `complete_erasure`, so a crash before it has finished leaves the
+    /// intent and the next run purges again. Idempotent; costs in
+    /// proportion to the database, not the user.
     async fn purge_erased(&self) -> Result<()>;
     /// Replaces the intent with a content-free tombstone, then makes sure
     /// nothing of the erased rows is left in the files (SQLite: WAL

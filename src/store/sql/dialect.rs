@@ -53,11 +53,12 @@ pub trait Dialect: sqlx::Database {
     /// After `erase_user` committed and before the intent is replaced by
     /// the tombstone (`ErasureStore::purge_erased`): what the deleted rows
     /// left in the files goes. PostgreSQL VACUUMs the tables it deleted from
-    /// (a `DELETE` leaves dead row versions in the pages). SQLite VACUUMs
-    /// the database and checkpoints the WAL: `secure_delete` zeroes a
-    /// deleted cell where it lies, but a row's cell that a b-tree rebalance
-    /// once moved to a sibling page leaves its old bytes in the first page's
-    /// unallocated space, where only a rewrite of the page removes them.
+    /// (a `DELETE` leaves dead row versions in the pages). SQLite clears the
+    /// free space of every page (`sqlite_scrub.rs`; `VACUUM` as a fallback)
+    /// and checkpoints the WAL: `secure_delete` zeroes a deleted cell where
+    /// it lies, but a row's cell that a b-tree rebalance once moved to a
+    /// sibling page leaves its old bytes in the first page's unallocated
+    /// space, where no delete reaches them.
     fn purge_erased(pool: &Pool<Self>) -> impl Future<Output = Result<()>> + Send;
 
     /// After `complete_erasure` committed: SQLite checkpoints the WAL into
@@ -114,6 +115,14 @@ pub trait Dialect: sqlx::Database {
     /// costs round trips and a WAL flush (500 made a 20k-memory erasure 15 s
     /// instead of 1 s on a loaded machine).
     const ERASE_BATCH: usize;
+
+    /// How long an erasure's batch that held the write lock for `held`
+    /// waits before the next one. SQLite: as long as it held it (at least
+    /// 5 ms), since a writer that found the lock taken sleeps in SQLite's
+    /// busy handler (1, 2, 5 … 100 ms) before it retries, and back-to-back
+    /// batches won every retry. PostgreSQL: none (other users' rows are not
+    /// locked).
+    fn erase_pause(held: std::time::Duration) -> std::time::Duration;
 
     /// Turns a JSON column into text in a `SELECT` of a copy (appended to
     /// the column name; empty where JSON is text already).

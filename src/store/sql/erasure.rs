@@ -255,6 +255,7 @@ impl SqlStore<D> {
                 return Ok(total);
             }
             for batch in keys.chunks(D::ERASE_BATCH) {
+                let held = std::time::Instant::now();
                 let mut tx = self.pool.begin().await?;
                 D::lock_user_exclusive(&mut tx, tenant_id, user_id).await?;
                 // By primary key alone (ids and sequence numbers are never
@@ -280,6 +281,10 @@ impl SqlStore<D> {
                 qb.push(")");
                 total += qb.build().execute(&mut *tx).await?.rows_affected();
                 tx.commit().await?;
+                let pause = D::erase_pause(held.elapsed());
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }

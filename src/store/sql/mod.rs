@@ -36,6 +36,7 @@ pub mod postgres;
 mod purge;
 pub mod sqlite;
 mod sqlite_read;
+mod sqlite_scrub;
 
 use std::fmt;
 use std::sync::Arc;

@@ -170,6 +170,10 @@ impl Dialect for Postgres {
     const DOCUMENT_ID: &'static str = "source->>'document_id'";
     const MEMORIES_BY_OWNER: &'static str = "memories";
     const ERASE_BATCH: usize = 5_000;
+
+    fn erase_pause(_held: Duration) -> Duration {
+        Duration::ZERO
+    }
     const JSON_AS_TEXT: &'static str = "::text";
 }
 
