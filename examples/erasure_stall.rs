@@ -10,7 +10,7 @@
 //! cargo run --example erasure_stall -- --memories 20000 --others 100000
 //! ```
 //! `--others N` first stores N memories of a third user (the deployment's
-//! size: SQLite's erasure ends with a `VACUUM` of the whole database). The
+//! size: SQLite's erasure ends with a purge that reads every page). The
 //! engine's "user erased" log line gives each step's time (`purge_ms`: the
 //! store's file purge).
 //! On PostgreSQL it works in a schema of its own (`erasure_stall_<pid>`),
