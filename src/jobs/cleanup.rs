@@ -16,6 +16,13 @@
 //!   the same path as any delete. Both conditions must hold: an old memory
 //!   that is still read is never deleted.
 //!
+//! - **The store's files** are purged at the end, as an erasure purges them:
+//!   on SQLite every byte no row uses is zeroed page by page
+//!   (`store/sql/sqlite_scrub.rs`), on PostgreSQL the tables are
+//!   `VACUUM`ed. `secure_delete` zeroes a purged row where it lies, but
+//!   copies a b-tree rebalance left elsewhere stay until a purge: with this
+//!   one, no longer than a week after the TTL sweep purged the memory.
+//!
 //! Never touched: reference memory (shared knowledge, curated by admins),
 //! working memory (the TTL governs it), and any memory that is not active.
 
@@ -143,6 +150,13 @@ impl WeeklyCleanup {
                 }
                 if !self.dry_run {
                     engine.commit().await?;
+                    // The store's file purge, the same an erasure ends with:
+                    // what the week's physical deletes (the TTL sweep's
+                    // purges) left as stale copies in free space goes.
+                    if let Some(lease) = lease {
+                        lease.renew().await?;
+                    }
+                    engine.store().purge_erased().await?;
                 }
                 Ok(stats)
             },

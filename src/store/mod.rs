@@ -423,7 +423,8 @@ pub trait ErasureStore: Send + Sync {
     /// in other pages' free space, which the purge zeroes page by page;
     /// PostgreSQL: dead tuples, which `VACUUM` reclaims). Runs before
     /// `complete_erasure`, so a crash before it has finished leaves the
-    /// intent and the next run purges again. Idempotent; costs in
+    /// intent and the next run purges again. The weekly cleanup runs it
+    /// too, for what the TTL sweep's purges left. Idempotent; costs in
     /// proportion to the database, not the user.
     async fn purge_erased(&self) -> Result<()>;
     /// Replaces the intent with a content-free tombstone, then makes sure

@@ -510,6 +510,70 @@ async fn seed_for_cleanup(engine: &Engine) -> [Uuid; 4] {
     [added[0].id, added[1].id, added[2].id, r[0].id]
 }
 
+/// The weekly cleanup ends with the store's file purge: bytes in the free
+/// space of the database's pages (where a b-tree rebalance leaves stale
+/// copies of rows the TTL sweep purged) are gone from the files after it.
+#[tokio::test]
+async fn weekly_cleanup_clears_stale_bytes_from_the_store_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = manual();
+    let engine = engine_in(dir.path(), Arc::new(clock.clone())).await;
+    seed_for_cleanup(&engine).await;
+    let db = dir.path().join("mnemo.db");
+    let marker = b"A-STALE-COPY-OF-A-PURGED-MEMORY";
+    // Planted, through SQLite's own page table, in the unallocated area of
+    // a table leaf page (between its cell pointers and its cells).
+    let raw = rusqlite::Connection::open(&db).unwrap();
+    raw.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let pages: u32 = raw
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    let planted = (2..=pages).find(|&pgno| {
+        let mut page: Vec<u8> = raw
+            .query_row(
+                "SELECT data FROM sqlite_dbpage WHERE pgno = ?1",
+                [pgno],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let be16 = |at: usize| usize::from(u16::from_be_bytes([page[at], page[at + 1]]));
+        let (cells, content) = (be16(3), be16(5));
+        let pointers_end = 8 + 2 * cells;
+        if page[0] != 0x0d || content < pointers_end + marker.len() {
+            return false;
+        }
+        page[pointers_end..pointers_end + marker.len()].copy_from_slice(marker);
+        raw.execute(
+            "UPDATE sqlite_dbpage SET data = ?1 WHERE pgno = ?2",
+            rusqlite::params![page, pgno],
+        )
+        .unwrap();
+        true
+    });
+    assert!(planted.is_some(), "no table leaf page with room");
+    raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let holds = |name: &str| {
+        let bytes = std::fs::read(dir.path().join(name)).unwrap_or_default();
+        bytes.windows(marker.len()).any(|w| w == marker)
+    };
+    assert!(holds("mnemo.db"), "the marker was not planted");
+
+    jobs::run(&engine, JobName::WeeklyCleanup, true)
+        .await
+        .unwrap();
+    assert!(holds("mnemo.db"), "a dry run writes nothing");
+    jobs::run(&engine, JobName::WeeklyCleanup, false)
+        .await
+        .unwrap();
+    assert!(!holds("mnemo.db") && !holds("mnemo.db-wal"));
+    let ok: String = raw
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+}
+
 #[tokio::test]
 async fn weekly_cleanup_recomputes_importance_and_deletes_the_forgotten() {
     let dir = tempfile::tempdir().unwrap();
