@@ -55,6 +55,19 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+        // Said at start, not at the first erasure: without `sqlite_dbpage`
+        // every erasure's purge falls back to a VACUUM (`sqlite_scrub.rs`).
+        if sqlx::query("SELECT 1 FROM sqlite_dbpage WHERE pgno = 1")
+            .fetch_optional(&pool)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "this SQLite has no sqlite_dbpage table (built outside the repository, \
+                 whose .cargo/config.toml enables it): every erasure will VACUUM the whole \
+                 database, and other writes will wait for it"
+            );
+        }
         // A process killed after an erasure committed but before its
         // checkpoint leaves the erased rows' old pages in the database file
         // and WAL: nobody reads them, but they are on disk until copied over.
