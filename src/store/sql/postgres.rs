@@ -170,11 +170,11 @@ impl Dialect for Postgres {
     const DOCUMENT_ID: &'static str = "source->>'document_id'";
     const MEMORIES_BY_OWNER: &'static str = "memories";
     const ERASE_BATCH: usize = 5_000;
+    const JSON_AS_TEXT: &'static str = "::text";
 
     fn erase_pause(_held: Duration) -> Duration {
         Duration::ZERO
     }
-    const JSON_AS_TEXT: &'static str = "::text";
 }
 
 // The store's methods, compiled for PostgreSQL (see `sql/mod.rs`).

@@ -104,9 +104,9 @@ impl SqliteStore {
 async fn checkpoint(pool: &Pool<Sqlite>) -> Result<bool> {
     // A TRUNCATE checkpoint makes new writers wait while it copies; a
     // PASSIVE one first copies what it can without blocking anyone, so the
-    // TRUNCATE has little left (after an erasure's purge the WAL holds every
-    // page it cleared: 46 MB at 120k memories, which writers waited 0.2 s
-    // for without this).
+    // wait covers only what was written in between. (Its effect alone was
+    // not measured: the erasure's slow writes turned out to be the busy
+    // handler's back-off, see `sqlite_scrub::pause_after`.)
     sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
         .fetch_one(pool)
         .await?;
@@ -219,11 +219,11 @@ impl Dialect for Sqlite {
     const DOCUMENT_ID: &'static str = "json_extract(source, '$.document_id')";
     const MEMORIES_BY_OWNER: &'static str = "memories INDEXED BY memories_owner";
     const ERASE_BATCH: usize = 500;
+    const JSON_AS_TEXT: &'static str = "";
 
     fn erase_pause(held: Duration) -> Duration {
         super::sqlite_scrub::pause_after(held)
     }
-    const JSON_AS_TEXT: &'static str = "";
 }
 
 // The store's methods, compiled for SQLite (see `sql/mod.rs`).
