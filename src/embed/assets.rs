@@ -1158,7 +1158,12 @@ pub(crate) mod tests {
         let ready = READY.get_or_init(|| {
             let root = match std::env::var_os(ASSETS_DIR_ENV) {
                 Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-                _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-assets"),
+                // Run-time value first (a binary built by another checkout sharing
+                // the target directory carries that checkout's path).
+                _ => std::env::var_os("CARGO_MANIFEST_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+                    .join("target/test-assets"),
             };
             let report =
                 setup(&root, |m| eprintln!("[test setup] {m}")).map_err(|e| e.to_string())?;

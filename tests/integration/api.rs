@@ -1554,7 +1554,7 @@ mod binary {
 async fn evals_run_in_the_background_for_admins_only() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), Arc::new(manual()), Policy::default()).await;
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval_sets");
+    let root = crate::common::repo_root().join("eval_sets");
     // The evaluation runs on a runner, as under `mnemo serve` (the node's).
     let runner = mnemo::runner::Runner::new();
     let state = AppState::new(engine.clone(), AuthMode::Keys)

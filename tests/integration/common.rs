@@ -7,6 +7,17 @@ use mnemo::embed::hashing::HashingEmbedder;
 use mnemo::policy::Policy;
 use mnemo::Engine;
 
+/// The repository's root, read when the test runs: cargo sets
+/// `CARGO_MANIFEST_DIR` for every test it runs. The compile-time value is only
+/// the fallback, because a test binary built by another checkout sharing the
+/// same target directory (CI's clean clone) carries that checkout's path and
+/// cargo does not rebuild it for this one.
+pub fn repo_root() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 pub fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
 }

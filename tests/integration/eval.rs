@@ -297,7 +297,7 @@ fn reference_documents_may_be_judged_for_any_user() {
 
 #[test]
 fn the_shipped_sets_load() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval_sets");
+    let root = crate::common::repo_root().join("eval_sets");
     for name in ["memory_behaviour", "reference_knowledge"] {
         let set = eval::set::load(&root.join(name), None)
             .unwrap_or_else(|e| panic!("eval_sets/{name}: {e}"));

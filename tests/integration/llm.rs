@@ -630,12 +630,10 @@ async fn the_python_openai_sdk_through_the_proxy() {
     let m = mnemo_with(Some(model_at(&root, "ok"))).await;
     let (base, server) = serve(m.router.clone()).await;
     let python = std::env::var("MNEMO_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/integration/openai_sdk.py"
-    );
+    let script = crate::common::repo_root().join("tests/integration/openai_sdk.py");
     let out = tokio::process::Command::new(python)
-        .args([script, &base, &m.agent])
+        .arg(&script)
+        .args([&base, &m.agent])
         .output()
         .await
         .expect("python3 runs");

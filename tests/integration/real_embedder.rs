@@ -18,7 +18,7 @@ use crate::common::long_term;
 pub fn assets_dir() -> PathBuf {
     std::env::var_os("MNEMO_ASSETS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets"))
+        .unwrap_or_else(|| crate::common::repo_root().join("assets"))
 }
 
 /// Every model's assets (fetched and converted once per test process: the

@@ -147,7 +147,7 @@ where
     A: sqlx::Acquire<'a>,
     <A::Connection as std::ops::Deref>::Target: sqlx::migrate::Migrate,
 {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let dir = crate::common::repo_root().join(dir);
     let mut migrator = Migrator::new(dir).await.unwrap();
     migrator.migrations = migrator
         .migrations

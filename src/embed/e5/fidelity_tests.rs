@@ -82,7 +82,12 @@ fn reference() -> &'static Reference {
         let src_dir = root.join(E5_C_PATH).parent().unwrap().to_path_buf();
         let out_dir = tempfile::tempdir().unwrap();
         let exe = out_dir.path().join("e5_reference");
-        let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/e5_reference.c");
+        let harness = std::env::var_os("CARGO_MANIFEST_DIR")
+            // Read at run time first: a binary built by another checkout
+            // sharing the target directory carries that checkout's path.
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf())
+            .join("tests/fixtures/e5_reference.c");
         let status = Command::new("cc")
             .args(["-O2", "-I"])
             .arg(&src_dir)
