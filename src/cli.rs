@@ -911,6 +911,11 @@ pub struct EvalArgs {
     /// for `[retrieval.conversation]`.
     #[arg(long)]
     pub thread_by: Option<String>,
+    /// Dotted path into query lines (e.g. meta.conversation_end_at) whose RFC 3339
+    /// value is the query's time when the line has no `asked_at`: decay and
+    /// times the query names ("last week") are resolved against it.
+    #[arg(long)]
+    pub asked_at_by: Option<String>,
     /// Recall cut-offs.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
     pub k: Vec<usize>,
@@ -990,6 +995,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
     config.variants = variants;
     config.group_by = a.group_by;
     config.thread_by = a.thread_by;
+    config.asked_at_by = a.asked_at_by;
     config.ks = a.k;
     config.compare = compare;
     config.strict = a.strict;

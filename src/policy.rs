@@ -257,6 +257,7 @@ pub struct RetrievalPolicy {
     pub fusion: FusionPolicy,
     pub rerank: RerankPolicy,
     pub conversation: ConversationPolicy,
+    pub temporal: TemporalPolicy,
 }
 
 /// Conversation context (`domain::turns`): the best hits lend a share of
@@ -287,6 +288,35 @@ impl ConversationPolicy {
         self.enabled
             .then_some(crate::domain::turns::TurnContextParams {
                 depth: self.depth,
+                weight: self.weight,
+            })
+    }
+}
+
+/// A time named in the query (`domain::temporal`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TemporalPolicy {
+    pub enabled: bool,
+    /// Score × (1 + weight) for a memory created in the window the query
+    /// names.
+    pub weight: f32,
+}
+
+impl Default for TemporalPolicy {
+    fn default() -> Self {
+        TemporalPolicy {
+            enabled: true,
+            weight: 0.5,
+        }
+    }
+}
+
+impl TemporalPolicy {
+    /// The signal's parameters, `None` when it is off.
+    pub fn params(&self) -> Option<crate::domain::temporal::TemporalParams> {
+        self.enabled
+            .then_some(crate::domain::temporal::TemporalParams {
                 weight: self.weight,
             })
     }
@@ -341,6 +371,7 @@ impl Default for RetrievalPolicy {
             fusion: FusionPolicy::default(),
             rerank: RerankPolicy::default(),
             conversation: ConversationPolicy::default(),
+            temporal: TemporalPolicy::default(),
         }
     }
 }
@@ -865,6 +896,12 @@ impl Policy {
             r.rerank.duplicate_weight as f64,
         )?;
         positive("retrieval.conversation.depth", r.conversation.depth as f64)?;
+        if !(r.temporal.weight >= 0.0 && r.temporal.weight <= 10.0) {
+            return Err(Error::Config {
+                key: "retrieval.temporal.weight".into(),
+                message: "must be a number from 0 to 10".into(),
+            });
+        }
         unit(
             "retrieval.conversation.weight",
             r.conversation.weight as f64,
@@ -1032,6 +1069,7 @@ impl Policy {
             min_score: self.retrieval.min_score,
             rerank: self.retrieval.rerank.params(),
             context: self.retrieval.conversation.params(),
+            temporal: self.retrieval.temporal.params(),
         }
     }
 

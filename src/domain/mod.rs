@@ -14,6 +14,7 @@ pub mod ranking;
 pub mod rerank;
 pub mod scope;
 pub mod script;
+pub mod temporal;
 pub mod thread;
 pub mod tokens;
 pub mod turns;

@@ -208,6 +208,9 @@ pub struct RankingParams {
     /// Conversation context: the best hits lend their neighbouring turns a
     /// score (`None`: off).
     pub context: Option<super::turns::TurnContextParams>,
+    /// A time the query names favours the memories created then (`None`:
+    /// off; [`super::temporal`]).
+    pub temporal: Option<super::temporal::TemporalParams>,
 }
 
 /// One leg's view of a fused candidate.
@@ -527,8 +530,12 @@ pub struct ScoreBreakdown {
     /// (absent: it holds its own score; `[retrieval.conversation]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<super::turns::TurnContext>,
-    /// fused · decay · importance (· the second stage's factor), or the
-    /// score a neighbouring turn lent it when that is higher.
+    /// The time the query named, and whether this memory was created then
+    /// (absent: the query names no time, or `[retrieval.temporal]` is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temporal: Option<super::temporal::TemporalSignal>,
+    /// fused · decay · importance · temporal (· the second stage's factor),
+    /// or the score a neighbouring turn lent it when that is higher.
     pub final_score: f32,
 }
 
@@ -581,24 +588,28 @@ impl Hit {
                 importance_factor: 1.0,
                 rerank: None,
                 context: None,
+                temporal: None,
                 final_score: score,
             },
         }
     }
 }
 
-/// Applies decay and importance to fused candidates, drops those under the
-/// threshold and returns the best `top_k`. `half_life` gives the half-life in
-/// days for a memory (per tier and kind, from the policy).
+/// Applies decay, importance and the query's time window (`when`, with
+/// `params.temporal`) to fused candidates, drops those under the threshold
+/// and returns the best `top_k`. `half_life` gives the half-life in days for
+/// a memory (per tier and kind, from the policy).
 pub fn rank(
     fused: Vec<Fused>,
     mut memories: HashMap<Uuid, Memory>,
     now: DateTime<Utc>,
     params: &RankingParams,
     half_life: impl Fn(&Memory) -> Option<f64>,
+    when: Option<&super::temporal::TimeWindow>,
     top_k: usize,
 ) -> Vec<Hit> {
     let absolute = matches!(params.fusion, FusionMethod::Absolute { .. });
+    let when = params.temporal.zip(when);
     let mut hits: Vec<Hit> = fused
         .into_iter()
         .filter_map(|f| {
@@ -607,7 +618,10 @@ pub fn rank(
             let age_days = (now - memory.created_at).num_milliseconds() as f64 / 86_400_000.0;
             let decay = decay_factor(age_days, half_life(&memory), params.decay_floor);
             let imp = importance_factor(memory.importance, params.importance_weight);
-            let final_score = f.fused * decay * imp;
+            let temporal = when.map(|(t, window)| {
+                super::temporal::TemporalSignal::of(window, memory.created_at, t.weight)
+            });
+            let final_score = f.fused * decay * imp * temporal.as_ref().map_or(1.0, |t| t.factor);
             (final_score >= params.min_score).then(|| Hit {
                 memory,
                 score: final_score,
@@ -629,6 +643,7 @@ pub fn rank(
                     importance_factor: imp,
                     rerank: None,
                     context: None,
+                    temporal,
                     final_score,
                 },
             })
@@ -748,6 +763,20 @@ mod tests {
         assert!((half - 0.025).abs() < 1e-6);
     }
 
+    /// Fusion alone: no decay, importance, second stage, context or time.
+    fn plain_params(fusion: FusionMethod) -> RankingParams {
+        RankingParams {
+            fusion,
+            query_stop_words: true,
+            decay_floor: 1.0,
+            importance_weight: 0.0,
+            min_score: 0.0,
+            rerank: None,
+            context: None,
+            temporal: None,
+        }
+    }
+
     #[test]
     fn clamped_ties_keep_the_legs_order() {
         // Three vector candidates below the model's zero (all fused 0) and
@@ -768,19 +797,52 @@ mod tests {
                 (*id, m)
             })
             .collect();
-        let params = RankingParams {
-            fusion: method,
-            query_stop_words: true,
-            decay_floor: 1.0,
-            importance_weight: 0.0,
-            min_score: 0.0,
-            rerank: None,
-            context: None,
-        };
-        let hits = rank(fused, memories, now, &params, |_| None, 10);
+        let params = plain_params(method);
+        let hits = rank(fused, memories, now, &params, |_| None, None, 10);
         let order: Vec<Uuid> = hits.iter().map(|h| h.memory.id).collect();
         assert_eq!(order, [id(9), id(3), id(1), id(2)]);
         assert!(hits[1..].iter().all(|h| h.score == 0.0));
+    }
+
+    #[test]
+    fn a_named_time_lifts_the_memories_told_then() {
+        use crate::domain::temporal::{window_of, TemporalParams};
+        // Two equally good matches, one told in June, one in September.
+        let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2023, 10, 24, 12, 0, 0).unwrap();
+        let vector = vec![(id(1), 0.9), (id(2), 0.9)];
+        let fused = fuse(&Vec::new(), &vector, ABSOLUTE);
+        let told = |n: u128, month: u32| {
+            let at = chrono::TimeZone::with_ymd_and_hms(&Utc, 2023, month, 10, 9, 0, 0).unwrap();
+            let mut m = Memory::sample(crate::domain::Tier::LongTerm, Some("u"), "camping", at);
+            m.id = id(n);
+            (id(n), m)
+        };
+        let memories: HashMap<Uuid, Memory> = [told(1, 9), told(2, 6)].into_iter().collect();
+        let mut params = RankingParams {
+            temporal: Some(TemporalParams { weight: 0.5 }),
+            ..plain_params(ABSOLUTE)
+        };
+        let june = window_of("when did she go camping in June?", now).unwrap();
+        let hits = rank(
+            fused.clone(),
+            memories.clone(),
+            now,
+            &params,
+            |_| None,
+            Some(&june),
+            10,
+        );
+        assert_eq!(hits[0].memory.id, id(2), "the June memory first");
+        let t = hits[0].breakdown.temporal.as_ref().unwrap();
+        assert!(t.in_window);
+        assert_eq!(t.factor, 1.5);
+        assert!((hits[0].score - 1.5 * hits[1].score).abs() < 1e-6);
+        assert_eq!(hits[1].breakdown.temporal.as_ref().unwrap().factor, 1.0);
+        // Off: no signal, no factor.
+        params.temporal = None;
+        let hits = rank(fused, memories, now, &params, |_| None, Some(&june), 10);
+        assert!(hits.iter().all(|h| h.breakdown.temporal.is_none()));
+        assert_eq!(hits[0].score, hits[1].score);
     }
 
     #[test]

@@ -175,6 +175,7 @@ impl Variant {
                 importance_weight: 0.0,
                 rerank: None,
                 context: None,
+                temporal: None,
                 ..base.ranking()
             },
             decay: false,
@@ -219,6 +220,9 @@ pub struct EvalConfig {
     /// Dotted path into corpus lines (`meta.session`) naming, within a
     /// user, the conversation a document is a turn of.
     pub thread_by: Option<String>,
+    /// Dotted path into query lines whose RFC 3339 value stands in for a
+    /// missing `asked_at` (`--asked-at-by`).
+    pub asked_at_by: Option<String>,
     /// Recall cut-offs.
     pub ks: Vec<usize>,
     /// Pairs of labels to compare, each `(a, b)` giving `b - a`; empty =
@@ -256,6 +260,7 @@ impl EvalConfig {
             variants: Preset::ALL.into_iter().map(Variant::Preset).collect(),
             group_by: None,
             thread_by: None,
+            asked_at_by: None,
             ks: vec![1, 5, 10, 20],
             compare: Vec::new(),
             bootstrap: Bootstrap::default(),
@@ -376,6 +381,7 @@ pub async fn run(mut config: EvalConfig, progress: &dyn Progress) -> Result<Repo
                 d,
                 config.group_by.as_deref(),
                 config.thread_by.as_deref(),
+                config.asked_at_by.as_deref(),
                 config.strict,
             )
         })

@@ -47,6 +47,10 @@ pub struct SetInfo {
     pub queries_without_asked_at: usize,
     /// The latest `created_at` in the corpus.
     pub default_asked_at: chrono::DateTime<chrono::Utc>,
+    /// Queries that name a time ("last week", "in May 2023", "上周"),
+    /// resolved against their `asked_at` (`[retrieval.temporal]`).
+    #[serde(default)]
+    pub queries_naming_a_time: usize,
     /// The `--group-by` field, when this set's documents have it.
     pub group_by: Option<String>,
     /// The `--thread-by` field, when this set's documents have it.
@@ -307,6 +311,12 @@ impl Report {
                 "{} queries have no `asked_at`: they were run with the clock at the corpus's latest `created_at`, {}.",
                 s.queries_without_asked_at,
                 s.default_asked_at.to_rfc3339()
+            ));
+        }
+        if s.queries_naming_a_time > 0 {
+            notes.push(format!(
+                "{} queries name a time (\"last week\", \"in May 2023\", \"上周\"): with `[retrieval.temporal]` on, the memories created then rank higher.",
+                s.queries_naming_a_time
             ));
         }
         if let Some(g) = &s.group_by {

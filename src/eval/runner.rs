@@ -197,6 +197,14 @@ pub async fn run_set(
         judged_queries: set.judged_queries().count(),
         queries_without_asked_at: set.queries.iter().filter(|q| q.asked_at.is_none()).count(),
         default_asked_at: default_at,
+        queries_naming_a_time: set
+            .queries
+            .iter()
+            .filter(|q| {
+                crate::domain::temporal::window_of(&q.text, q.asked_at.unwrap_or(default_at))
+                    .is_some()
+            })
+            .count(),
         group_by: set.group_by.clone(),
         thread_by: set.thread_by.clone(),
         threaded_documents: set.threaded,

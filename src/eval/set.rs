@@ -146,7 +146,7 @@ pub struct Skipped {
 /// Loads and validates a set, strictly: the first bad line is an error.
 /// `group_by` is a dotted path into corpus lines.
 pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
-    load_with(dir, group_by, None, true)
+    load_with(dir, group_by, None, None, true)
 }
 
 /// Loads a set; when `strict` is false a bad line (malformed JSON, a
@@ -154,11 +154,15 @@ pub fn load(dir: &Path, group_by: Option<&str>) -> Result<EvalSet> {
 /// listed in [`EvalSet::skipped`] instead of ending the run. Unreadable files
 /// are errors either way. `thread_by` is a dotted path whose value, within a
 /// user, names the conversation a document is a turn of (LoCoMo's
-/// `meta.session`), as a `thread_id` field of the line would.
+/// `meta.session`), as a `thread_id` field of the line would. `asked_at_by`
+/// is a dotted path into query lines whose RFC 3339 value is the query's
+/// time when the line has no `asked_at` (LoCoMo's
+/// `meta.conversation_end_at`).
 pub fn load_with(
     dir: &Path,
     group_by: Option<&str>,
     thread_by: Option<&str>,
+    asked_at_by: Option<&str>,
     strict: bool,
 ) -> Result<EvalSet> {
     let (corpus_path, queries_path, qrels_path) =
@@ -265,7 +269,20 @@ pub fn load_with(
     for l in lines(&queries_path, &queries) {
         let parsed = l.and_then(|(n, text)| {
             let err = |m: String| set_error(&queries_path, Some(n), m);
-            let q: Query = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+            let mut q: Query = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+            if let (None, Some(path)) = (q.asked_at, asked_at_by) {
+                let raw: serde_json::Value =
+                    serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
+                if let Some(value) = field_at(&raw, path) {
+                    let at = DateTime::parse_from_rfc3339(&value).map_err(|e| {
+                        err(format!(
+                            "query `{}`: `{path}` is not an RFC 3339 time ({e})",
+                            q.id
+                        ))
+                    })?;
+                    q.asked_at = Some(at.with_timezone(&Utc));
+                }
+            }
             if let Some(first) = query_line.get(&q.id) {
                 return Err(err(format!(
                     "duplicate query id `{}` (first on line {first})",

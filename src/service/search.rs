@@ -281,6 +281,11 @@ impl Engine {
             .rerank
             .map_or(top_k, |r| r.depth.max(top_k))
             .max(params.context.map_or(0, |c| c.depth));
+        // A time the query names ("last week", "in May", "上周"), resolved
+        // against the query's time.
+        let when = params
+            .temporal
+            .and_then(|_| crate::domain::temporal::window_of(&query, now));
         let hits = ranking::rank(
             fused,
             memories,
@@ -293,6 +298,7 @@ impl Engine {
                     None
                 }
             },
+            when.as_ref(),
             window,
         );
         let mut hits = match (&params.rerank, &terms) {

@@ -410,3 +410,64 @@ async fn a_memory_in_the_other_script_is_aligned_and_shows_it() {
     assert_eq!(zh.vector_script_shift, None);
     assert_eq!(zh.vector_similarity, plain_zh.vector_similarity);
 }
+
+#[tokio::test]
+async fn a_time_the_query_names_lifts_the_memory_told_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = manual();
+    let mut policy = mnemo::policy::Policy::default();
+    policy.lifecycle.reinforce_duplicates = false;
+    let engine = engine_with(dir.path(), Arc::new(clock.clone()), policy).await;
+    let actor = Actor::local("test");
+    let add = |text: &'static str| {
+        let engine = engine.clone();
+        let actor = actor.clone();
+        async move {
+            engine
+                .add(&actor, vec![long_term("u", text)], true)
+                .await
+                .unwrap()[0]
+                .id
+        }
+    };
+    // Told on 2026-01-01 and on 2026-06-10; asked on 2026-10-01.
+    let january = add("the user went camping near the lake").await;
+    clock.advance(Duration::days(160));
+    let june = add("the user went camping near the hill").await;
+    clock.advance(Duration::days(113));
+    let search = |query: &'static str, temporal: bool| {
+        let engine = engine.clone();
+        async move {
+            let mut req = SearchRequest::new(Scope::user("u"), query);
+            let mut ranking = engine.policy().ranking();
+            if !temporal {
+                ranking.temporal = None;
+            }
+            req.ranking = Some(ranking);
+            engine.search(req).await.unwrap().hits
+        }
+    };
+    // Without a named time, decay puts the newer one first.
+    let plain = search("where did the user go camping?", true).await;
+    assert_eq!(plain[0].memory.id, june);
+    assert!(plain.iter().all(|h| h.breakdown.temporal.is_none()));
+    for query in [
+        "where did the user go camping in January?",
+        "user camping 一月份",
+        "where did the user go camping 9 months ago?",
+    ] {
+        let hits = search(query, true).await;
+        assert_eq!(hits[0].memory.id, january, "{query}");
+        let t = hits[0].breakdown.temporal.as_ref().expect("a signal");
+        assert!(t.in_window, "{query}");
+        assert_eq!(t.start.date_naive().to_string(), "2026-01-01", "{query}");
+        assert!(t.factor > 1.0);
+        let other = hits.iter().find(|h| h.memory.id == june).unwrap();
+        assert!(!other.breakdown.temporal.as_ref().unwrap().in_window);
+        assert_eq!(other.breakdown.temporal.as_ref().unwrap().factor, 1.0);
+    }
+    // The same query with the signal off: the newer one again.
+    let off = search("where did the user go camping in January?", false).await;
+    assert_eq!(off[0].memory.id, june);
+    assert!(off.iter().all(|h| h.breakdown.temporal.is_none()));
+}

@@ -256,6 +256,23 @@ class TurnContext(Response):
     lent_score: float
 
 
+class TemporalSignal(Response):
+    """The time a query named and whether the hit was created then
+    (``[retrieval.temporal]``)."""
+
+    __schema_name__ = "TemporalSignal"
+    #: The words of the query that named a time ("last week", "in May 2023").
+    phrase: str
+    #: The window of creation times favoured: the named period's start, and
+    #: its end plus the telling lag (exclusive).
+    start: datetime
+    until: datetime
+    #: Whether this memory was created in the window.
+    in_window: bool
+    #: The multiplier applied to the score.
+    factor: float
+
+
 class ScoreBreakdown(Response):
     __schema_name__ = "ScoreBreakdown"
     bm25_score: Optional[float] = None
@@ -283,6 +300,8 @@ class ScoreBreakdown(Response):
     rerank: Optional[RerankSignals] = None
     #: Present when a neighbouring turn's loan set the score.
     context: Optional[TurnContext] = None
+    #: Present when the query named a time.
+    temporal: Optional[TemporalSignal] = None
     final_score: float
 
 
