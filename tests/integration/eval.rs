@@ -502,3 +502,45 @@ async fn lifecycle_ingest_supersedes_corrections_and_scores_merged_documents() {
     assert_eq!(first(&report), 1.0);
     assert!(report.markdown().contains("Ingested through the lifecycle"));
 }
+
+#[test]
+fn asked_at_by_stands_in_for_a_missing_asked_at_and_a_bad_value_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = [
+        r#"{"id":"d1","text":"camping by the lake","user_id":"u1","created_at":"2023-06-10T00:00:00Z","memory_type":"long_term","meta":{}}"#,
+    ];
+    let queries = [
+        // Its own asked_at wins over the field.
+        r#"{"id":"q1","text":"camping in June","user_id":"u1","asked_at":"2024-01-01T00:00:00Z","meta":{"end":"2023-10-22T09:55:00Z"}}"#,
+        r#"{"id":"q2","text":"camping last year","user_id":"u1","meta":{"end":"2023-10-22T09:55:00Z"}}"#,
+        r#"{"id":"q3","text":"camping","user_id":"u1","meta":{}}"#,
+    ];
+    write_set(dir.path(), &corpus, &queries, &["q1\td1\t1", "q2\td1\t1"]);
+    let set = eval::set::load_with(dir.path(), None, None, Some("meta.end"), true).unwrap();
+    let at = |id: &str| {
+        set.queries
+            .iter()
+            .find(|q| q.id == id)
+            .unwrap()
+            .asked_at
+            .map(|t| t.to_rfc3339())
+    };
+    assert_eq!(at("q1").as_deref(), Some("2024-01-01T00:00:00+00:00"));
+    assert_eq!(at("q2").as_deref(), Some("2023-10-22T09:55:00+00:00"));
+    assert_eq!(at("q3"), None);
+    let without = eval::set::load_with(dir.path(), None, None, None, true).unwrap();
+    assert!(without
+        .queries
+        .iter()
+        .all(|q| q.id == "q1" || q.asked_at.is_none()));
+
+    let bad = [r#"{"id":"q1","text":"camping","user_id":"u1","meta":{"end":"last tuesday"}}"#];
+    write_set(dir.path(), &corpus, &bad, &["q1\td1\t1"]);
+    let err = eval::set::load_with(dir.path(), None, None, Some("meta.end"), true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("query `q1`") && err.contains("meta.end") && err.contains("RFC 3339"),
+        "{err}"
+    );
+}
