@@ -9,7 +9,11 @@
 //! MNEMO_ASSETS_DIR=… cargo run --release --example vector_probe -- \
 //!     --dir <copy of a data dir's vectors/> --users 100000 --queries 200
 //! ```
-//! The index must not be open elsewhere (work on a copy). Users are `u0` …
+//! `--hnsw M,PAYLOAD_M` first switches the shard's graph configuration and
+//! times the engine's rebuild of it (`--hnsw 0,16`: per-owner graphs, what
+//! `vector::edge` builds now); `--erase uN` ends with one user's delete and
+//! the purge's vacuum, timed. The index must not be open elsewhere (work on
+//! a copy). Users are `u0` …
 //! `u<users-1>` of the default tenant (`scripts/bench-corpus.py scale`);
 //! queries are built like `scripts/search.lua`'s.
 
@@ -18,8 +22,9 @@ use std::time::Instant;
 use mnemo::domain::{Owner, Tier};
 use mnemo::embed::onnx::OnnxEmbedder;
 use qdrant_edge::{
-    AcornSearchParams, Condition, EdgeShard, FieldCondition, Filter, JsonPath, Match, NamedQuery,
-    PointId, QueryEnum, QueryRequest, ScoringQuery, SearchParams, WithPayloadInterface, WithVector,
+    AcornSearchParams, Condition, EdgeOptimizersConfig, EdgeShard, FieldCondition, Filter,
+    HnswIndexConfig, JsonPath, Match, NamedQuery, PointId, PointOperations, QueryEnum,
+    QueryRequest, ScoringQuery, SearchParams, UpdateOperation, WithPayloadInterface, WithVector,
 };
 
 #[path = "common/args.rs"]
@@ -134,6 +139,24 @@ fn main() -> anyhow::Result<()> {
         info.segments_count,
         t.elapsed().as_secs_f64()
     );
+    // `--hnsw M,PAYLOAD_M`: switch the shard's graph config and let the
+    // engine's config-mismatch optimiser rebuild it (timed) before the plans.
+    if let Some(spec) = value("--hnsw") {
+        let (m, payload_m) = spec.split_once(',').expect("--hnsw M,PAYLOAD_M");
+        let config = HnswIndexConfig {
+            m: m.parse()?,
+            payload_m: Some(payload_m.parse()?),
+            ..shard.config().hnsw_config()
+        };
+        shard.set_hnsw_config(config)?;
+        let t = Instant::now();
+        while shard.optimize()? {}
+        shard.flush()?;
+        println!(
+            "hnsw {spec}: optimised in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
     let subjects = [
         "the user",
         "my sister",
@@ -263,6 +286,35 @@ fn main() -> anyhow::Result<()> {
                 found as f64 / wanted.max(1) as f64
             );
         }
+    }
+    // `--erase uN`: delete one user's points and vacuum the segments that
+    // held them, as an erasure's purge does (timed).
+    if let Some(user) = value("--erase") {
+        let owner = Owner::user("default", &user);
+        let t = Instant::now();
+        shard.update(UpdateOperation::PointOperation(
+            PointOperations::DeletePointsByFilter(Filter {
+                must: Some(vec![keyword("owner", owner.as_str())]),
+                ..Filter::default()
+            }),
+        ))?;
+        let deleted = t.elapsed();
+        let normal = shard.config().optimizers();
+        shard.set_optimizers_config(EdgeOptimizersConfig {
+            deleted_threshold: Some(0.0),
+            vacuum_min_vector_number: Some(1),
+            ..normal.clone()
+        })?;
+        let v = Instant::now();
+        shard.optimize()?;
+        shard.set_optimizers_config(normal)?;
+        shard.flush()?;
+        shard.flush()?;
+        println!(
+            "erase {user}: delete {:.3} s, vacuum and flush {:.1} s",
+            deleted.as_secs_f64(),
+            v.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }
