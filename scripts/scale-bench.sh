@@ -31,8 +31,13 @@ export MNEMO_POLICY="$WORK/policy.toml" MNEMO_DATA_DIR="$WORK/db" MNEMO_LOG=warn
 now() { date +%s.%N; }
 since() { awk "BEGIN{printf \"%.1f\", $(now) - $1}"; }
 # VmRSS, and its anonymous part (heap) against file pages mapped in (the
-# indexes' mmapped files: page cache the kernel can reclaim).
-rss() { awk '/VmRSS/{t=$2} /RssAnon/{a=$2} /RssFile/{f=$2} END{printf "%d MiB (anon %d, file %d)", t/1024, a/1024, f/1024}' /proc/$PID/status; }
+# indexes' mmapped files: page cache the kernel can reclaim); then PSS, which
+# counts a page mapped twice once: qdrant-edge maps a segment's vector file
+# twice (sequential reads and random reads), so under load VmRSS counts the
+# vectors' pages two times.
+rss() { awk '/VmRSS/{t=$2} /RssAnon/{a=$2} /RssFile/{f=$2} END{printf "%d MiB (anon %d, file %d)", t/1024, a/1024, f/1024}' /proc/$PID/status;
+        awk '/^Pss:/{printf ", PSS %d MiB", $2/1024}' /proc/$PID/smaps_rollup; }
+pss_kb() { awk '/^Pss:/{print $2}' /proc/$PID/smaps_rollup 2>/dev/null || echo 0; }
 start_server() {
   local t; t=$(now)
   "$BIN" serve --insecure-dev --listen "127.0.0.1:$PORT" &
@@ -69,12 +74,12 @@ wrk -t1 -c1 -d3s -s scripts/search.lua "http://127.0.0.1:$PORT" >/dev/null
 for c in 1 16; do
   echo "== search, random user, $c connection(s), ${SECS}s"
   stages > "$WORK/before"
-  ( max=0; while kill -0 "$PID" 2>/dev/null; do r=$(awk '/VmRSS/{print $2}' /proc/$PID/status 2>/dev/null || echo 0); [ "$r" -gt "$max" ] && max=$r && echo "$max" > "$WORK/peak"; sleep 0.5; done ) & PEAK=$!
+  ( max=0; maxp=0; while kill -0 "$PID" 2>/dev/null; do r=$(awk '/VmRSS/{print $2}' /proc/$PID/status 2>/dev/null || echo 0); p=$(pss_kb); [ "$r" -gt "$max" ] && max=$r && echo "$max" > "$WORK/peak"; [ "${p:-0}" -gt "$maxp" ] && maxp=$p && echo "$maxp" > "$WORK/peak-pss"; sleep 0.5; done ) & PEAK=$!
   wrk -t"$(( c < 2 ? 1 : 2 ))" -c"$c" -d"${SECS}s" --timeout 10s --latency -s scripts/search.lua "http://127.0.0.1:$PORT" \
     | grep -E "Requests/sec|requests|^p[0-9]|server|Non-2xx"
   kill $PEAK 2>/dev/null || true; PEAK=""
   stages > "$WORK/after"; stage_means "$WORK/before" "$WORK/after"
-  echo "peak RSS under load $(( $(cat "$WORK/peak") / 1024 )) MiB"
+  echo "peak RSS under load $(( $(cat "$WORK/peak") / 1024 )) MiB, peak PSS $(( $(cat "$WORK/peak-pss") / 1024 )) MiB"
 done
 
 victim="u$(( USERS / 2 ))"
