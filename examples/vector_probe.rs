@@ -9,7 +9,8 @@
 //! MNEMO_ASSETS_DIR=… cargo run --release --example vector_probe -- \
 //!     --dir <copy of a data dir's vectors/> --users 100000 --queries 200
 //! ```
-//! `--hnsw M,PAYLOAD_M` first switches the shard's graph configuration and
+//! `--queries-file F` searches with real queries (JSON lines, `text`)
+//! instead of synthetic ones. `--hnsw M,PAYLOAD_M` first switches the shard's graph configuration and
 //! times the engine's rebuild of it (`--hnsw 0,16`: per-owner graphs, what
 //! `vector::edge` builds now); `--erase uN` ends with one user's delete and
 //! the purge's vacuum, timed. The index must not be open elsewhere (work on
@@ -129,7 +130,15 @@ fn main() -> anyhow::Result<()> {
     let assets = std::env::var_os("MNEMO_ASSETS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "assets".into());
-    let embedder = OnnxEmbedder::for_policy(&assets, &mnemo::policy::Policy::default())?;
+    // The index's model embeds the queries: `MNEMO_EMBEDDING_MODEL`, as
+    // for the service (before this, the probe always used the default
+    // model, whatever the index held).
+    let mut policy = mnemo::policy::Policy::default();
+    if let Ok(model) = std::env::var("MNEMO_EMBEDDING_MODEL") {
+        policy.embedding.model = model;
+    }
+    println!("queries embedded by {}", policy.embedding.model);
+    let embedder = OnnxEmbedder::for_policy(&assets, &policy)?;
     let t = Instant::now();
     let shard = EdgeShard::load(dir.as_ref(), None)?;
     let info = shard.info()?;
@@ -175,12 +184,31 @@ fn main() -> anyhow::Result<()> {
         "running shoes",
     ];
     let reference = Owner::reference("default");
+    // `--queries-file F`: real queries (JSON lines with a `text` field)
+    // instead of the synthetic ones, at most `--queries` of them.
+    let texts: Option<Vec<String>> = value("--queries-file").map(|f| {
+        std::fs::read_to_string(f)
+            .expect("--queries-file")
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                v["text"].as_str().expect("a `text` field").to_string()
+            })
+            .take(n)
+            .collect()
+    });
+    let n = texts.as_ref().map_or(n, Vec::len);
     let cases: Vec<(Vec<f32>, Owner)> = (0..n)
         .map(|i| {
-            let q = format!(
-                "when did {} mention {}, request {i}",
-                subjects[i % subjects.len()],
-                objects[(i / 5) % objects.len()]
+            let q = texts.as_ref().map_or_else(
+                || {
+                    format!(
+                        "when did {} mention {}, request {i}",
+                        subjects[i % subjects.len()],
+                        objects[(i / 5) % objects.len()]
+                    )
+                },
+                |t| t[i].clone(),
             );
             let v = embedder.embed_query(&q).expect("embedding");
             (

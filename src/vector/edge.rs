@@ -58,8 +58,8 @@
 //! walk never leaves the owner's points: the tenant's reference chunks are
 //! searched as a graph of their own rather than a filtered fifth of
 //! everyone's, and a user with few memories is scored exactly from the
-//! payload index. At 1M memories this took the vector leg from 6.8 to 2.6 ms
-//! p50 with recall@10 against exact 0.62 → 0.78 (README, "One node at a
+//! payload index. At 1M memories this took the vector leg from 7.6 to 3.1 ms
+//! p50 with recall@10 against exact 0.887 → 0.954 (README, "One node at a
 //! million memories"). A shard built with a global graph is switched at open
 //! and regraphed by the next `optimize`. Searches keep ACORN on, for status
 //! or kind filters that select few of an owner's points (without it, a
@@ -129,7 +129,7 @@ const GRAPH_PAYLOAD_M: usize = 16;
 /// Candidates a graph search keeps (`hnsw_ef`). The engine's default is
 /// `ef_construct` (100), at which the owner graphs' recall was below the
 /// global graph's (the plan before them); at 256 it is above it at 100k and
-/// 1M memories, and the search is still 2–2.6× faster (README, "One node at
+/// 1M memories, and the search is still 2.4–3× faster (README, "One node at
 /// a million memories"; 128 was not tried).
 const SEARCH_EF: usize = 256;
 
