@@ -488,6 +488,19 @@ struct Tuning {
     segments: Option<usize>,
 }
 
+#[cfg(test)]
+impl Tuning {
+    /// Thresholds of 1 KB, so that `optimize` builds graphs on a few hundred
+    /// test points and searches walk them.
+    fn tiny() -> Self {
+        Tuning {
+            indexing_threshold_kb: Some(1),
+            full_scan_threshold_kb: Some(1),
+            segments: None,
+        }
+    }
+}
+
 fn shard_config(dim: usize, tuning: Tuning) -> EdgeConfig {
     let mut builder = EdgeConfig::builder()
         .vector(
@@ -1086,13 +1099,7 @@ mod tests {
     #[test]
     fn search_is_still_correct_after_optimize() {
         let dir = TempDir::new().unwrap();
-        // Tiny thresholds so that optimize builds HNSW and searches use it.
-        let tuning = Tuning {
-            indexing_threshold_kb: Some(1),
-            full_scan_threshold_kb: Some(1),
-            ..Tuning::default()
-        };
-        let idx = EdgeVectorIndex::open_with(dir.path(), 16, tuning).unwrap();
+        let idx = EdgeVectorIndex::open_with(dir.path(), 16, Tuning::tiny()).unwrap();
         let mut rng = StdRng::seed_from_u64(5);
         let points = population(&mut rng, 16, 1500, "default");
         // Several batches, so there are several segments to merge.
@@ -1172,11 +1179,7 @@ mod tests {
     #[test]
     fn an_index_with_a_global_graph_is_regraphed_per_owner() {
         let dir = TempDir::new().unwrap();
-        let tuning = Tuning {
-            indexing_threshold_kb: Some(1),
-            full_scan_threshold_kb: Some(1),
-            ..Tuning::default()
-        };
+        let tuning = Tuning::tiny();
         let mut rng = StdRng::seed_from_u64(11);
         let points = population(&mut rng, 16, 1200, "default");
         {

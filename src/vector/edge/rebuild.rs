@@ -672,10 +672,9 @@ mod tests {
         let root = TempDir::new().unwrap();
         let dir = root.path().join("vectors");
         let tuning = Tuning {
-            indexing_threshold_kb: Some(1),
-            full_scan_threshold_kb: Some(1),
             // No merge of small segments: what is rewritten is the vacuum's.
             segments: Some(8),
+            ..Tuning::tiny()
         };
         let idx = EdgeVectorIndex::open_with(&dir, 16, tuning).unwrap();
         let mut rng = StdRng::seed_from_u64(31);
