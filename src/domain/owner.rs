@@ -43,6 +43,11 @@ impl Owner {
         &self.0
     }
 
+    /// Whether this is a tenant's reference owner (not a user).
+    pub fn is_reference(&self) -> bool {
+        self.0.starts_with('r')
+    }
+
     /// An owner from its key as the indexes and the change feed store it
     /// (`u` or `r` and 32 lowercase hex digits); `None` for anything else.
     pub fn from_key(key: &str) -> Option<Self> {

@@ -26,7 +26,7 @@ use crate::lexical::tantivy::TantivyIndex;
 use crate::policy::Policy;
 use crate::store::url::StoreUrl;
 use crate::store::MemoryStore;
-use crate::vector::edge::EdgeVectorIndex;
+use crate::vector::edge::PartitionedIndex;
 use crate::vector::{QdrantServerIndex, VectorBackend, VectorIndex};
 
 /// How to open an engine; see [`Engine::builder`].
@@ -286,7 +286,7 @@ impl EngineBuilder {
         )?;
         let dim = embedder.dim();
         let vectors: Arc<dyn VectorIndex> = match backend {
-            VectorBackend::Embedded => Arc::new(EdgeVectorIndex::open(&dirs.vectors(), dim)?),
+            VectorBackend::Embedded => Arc::new(PartitionedIndex::open(&dirs.vectors(), dim)?),
             VectorBackend::Server(config) => {
                 let config = config.clone();
                 let index = tokio::task::spawn_blocking(move || {

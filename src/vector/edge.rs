@@ -65,6 +65,7 @@
 //! or kind filters that select few of an owner's points (without it, a
 //! filtered top-10 could return 1 hit).
 
+mod partitions;
 mod rebuild;
 
 use std::collections::HashSet;
@@ -82,6 +83,7 @@ use qdrant_edge::{
 use qdrant_edge::{CreateIndex, FieldIndexOperations};
 use uuid::Uuid;
 
+pub use self::partitions::{partition_dirs, PartitionedIndex};
 pub use self::rebuild::RebuildStats;
 use self::rebuild::{dir_bytes, Payloads};
 use super::{
@@ -159,6 +161,9 @@ pub struct EdgeVectorIndex {
     /// hold graphs of the old one until an `optimize` rebuilds them, so
     /// `unindexed` counts every point and the background optimiser runs.
     regraph_pending: std::sync::atomic::AtomicBool,
+    /// Bytes of vectors upserted since the last `optimize` began: with a
+    /// segment cap, an `upsert` that takes it past the cap optimises.
+    unoptimized_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for EdgeVectorIndex {
@@ -309,6 +314,7 @@ impl EdgeVectorIndex {
         // engine refuses to switch an existing shard's WAL off.
         let has_wal = shard.config().wal_enabled();
         reset_vacuum_thresholds(&shard)?;
+        set_segment_cap(&shard, tuning.segment_cap_kb)?;
         let regraph = set_graph_config(&shard)?;
         let key = stored.unwrap_or_else(PayloadKey::random);
         let index = EdgeVectorIndex {
@@ -324,6 +330,7 @@ impl EdgeVectorIndex {
             optimizing: Mutex::new(()),
             owner_deletes: Default::default(),
             regraph_pending: regraph.into(),
+            unoptimized_bytes: Default::default(),
         };
         if migrate {
             // Written before payloads were hashed: rebuild with hashed thread
@@ -389,6 +396,8 @@ impl EdgeVectorIndex {
         self.with_shard(|shard| {
             let _w = self.writes.read();
             let _o = self.optimizing.lock();
+            self.unoptimized_bytes
+                .store(0, std::sync::atomic::Ordering::Relaxed);
             shard
                 .optimize()
                 .map(|_| ())
@@ -397,6 +406,25 @@ impl EdgeVectorIndex {
         self.regraph_pending
             .store(false, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Counts `bytes` of vectors written and, with a segment cap, optimises
+    /// once they reach it. New points all go to the smallest appendable
+    /// segment, which the engine never splits: a bulk of writes (an ingest,
+    /// a rebuild, an eval, a migration) faster than the background optimiser
+    /// would grow one segment past the cap, and an erasure's vacuum rewrites
+    /// whole segments. The background optimiser (every 5,000 writes or a
+    /// minute) keeps a service's own writes far below the cap, so a request
+    /// only waits here when writes arrive at bulk speed.
+    fn wrote(&self, bytes: usize) -> Result<()> {
+        let pending = self
+            .unoptimized_bytes
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed)
+            + bytes;
+        match self.tuning.segment_cap_kb {
+            Some(kb) if pending >= kb * 1024 => self.build_hnsw(),
+            _ => Ok(()),
+        }
     }
 
     /// Rewrites every segment that holds a deleted point (the engine's
@@ -486,6 +514,12 @@ struct Tuning {
     full_scan_threshold_kb: Option<usize>,
     /// Segments the merge optimiser aims for.
     segments: Option<usize>,
+    /// KB of vectors a segment may reach (the engine's `max_segment_size`),
+    /// and how much a bulk of writes may leave unindexed before `upsert`
+    /// runs the optimiser itself (see [`EdgeVectorIndex::open_capped`]).
+    /// `None`: the engine's default (256 MB per indexing thread) and no
+    /// optimising on the write path.
+    segment_cap_kb: Option<usize>,
 }
 
 #[cfg(test)]
@@ -497,6 +531,7 @@ impl Tuning {
             indexing_threshold_kb: Some(1),
             full_scan_threshold_kb: Some(1),
             segments: None,
+            segment_cap_kb: None,
         }
     }
 }
@@ -511,10 +546,14 @@ fn shard_config(dim: usize, tuning: Tuning) -> EdgeConfig {
         // `flush` returns, and reconciling repairs what a crash lost; see
         // the module docs.
         .wal_enabled(false);
-    if tuning.indexing_threshold_kb.is_some() || tuning.segments.is_some() {
+    if tuning.indexing_threshold_kb.is_some()
+        || tuning.segments.is_some()
+        || tuning.segment_cap_kb.is_some()
+    {
         builder = builder.optimizers(EdgeOptimizersConfig {
             indexing_threshold: tuning.indexing_threshold_kb,
             default_segment_number: tuning.segments,
+            max_segment_size: tuning.segment_cap_kb,
             ..EdgeOptimizersConfig::default()
         });
     }
@@ -594,6 +633,22 @@ fn reset_vacuum_thresholds(shard: &EdgeShard) -> Result<()> {
             .map_err(|e| engine("restoring vacuum thresholds", e))?;
     }
     Ok(())
+}
+
+/// Gives a shard the segment cap of its [`Tuning`] (a shard created before
+/// the cap, or with another one); the merge optimiser keeps to it from the
+/// next `optimize` on, the segments already bigger stay until rewritten.
+fn set_segment_cap(shard: &EdgeShard, cap_kb: Option<usize>) -> Result<()> {
+    let optimizers = shard.config().optimizers();
+    if cap_kb.is_none() || optimizers.max_segment_size == cap_kb {
+        return Ok(());
+    }
+    shard
+        .set_optimizers_config(EdgeOptimizersConfig {
+            max_segment_size: cap_kb,
+            ..optimizers
+        })
+        .map_err(|e| engine("setting the segment cap", e))
 }
 
 /// The segment directories under `segments` with their bytes.
@@ -683,6 +738,7 @@ impl VectorIndex for EdgeVectorIndex {
             return Ok(());
         }
         check_points_dim(&points, self.dim)?;
+        let bytes = points.len() * self.dim * std::mem::size_of::<f32>();
         let ids: Vec<Uuid> = points.iter().map(|p| p.id).collect();
         let points = points
             .into_iter()
@@ -699,7 +755,8 @@ impl VectorIndex for EdgeVectorIndex {
             let r = Self::update(shard, op, "upserting points");
             self.touch(ids);
             r
-        })
+        })?;
+        self.wrote(bytes)
     }
 
     fn delete(&self, ids: &[Uuid]) -> Result<()> {

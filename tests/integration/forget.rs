@@ -160,7 +160,7 @@ async fn forget_erases_every_store_and_spares_others() {
     );
     // Alice's vectors, her thread id (raw, and hashed as vector payloads
     // carry it) and owner key: the scan sees each before the erasure.
-    let key = mnemo::vector::PayloadKey::load(&dir.path().join("vectors/payload.key"))
+    let key = mnemo::vector::PayloadKey::load(&dir.path().join("vectors/users/payload.key"))
         .unwrap()
         .expect("the vector index keeps its payload key");
     let owner = Owner::user("default", "alice");

@@ -320,7 +320,7 @@ async fn one_run(run: usize, delay_ms: u64, http: &Http, assets: &Path) -> (usiz
         Needle::text("user_id", &victim),
         Needle::text("owner_key", owner.as_str()),
     ];
-    if let Ok(Some(k)) = mnemo::vector::PayloadKey::load(&data.join("vectors/payload.key")) {
+    if let Ok(Some(k)) = mnemo::vector::PayloadKey::load(&data.join("vectors/users/payload.key")) {
         needles.push(Needle::text("thread_hash", &k.thread(&owner, &thread)));
     }
     let report = scan_dir(&data, &needles).unwrap();

@@ -83,7 +83,7 @@ pub struct RebuildStats {
     pub bytes_after: u64,
 }
 
-fn sibling(dir: &Path, suffix: &str) -> PathBuf {
+pub(super) fn sibling(dir: &Path, suffix: &str) -> PathBuf {
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -91,11 +91,11 @@ fn sibling(dir: &Path, suffix: &str) -> PathBuf {
     dir.with_file_name(format!("{name}.{suffix}"))
 }
 
-fn io(what: &'static str, path: &Path, e: std::io::Error) -> Error {
+pub(super) fn io(what: &'static str, path: &Path, e: std::io::Error) -> Error {
     VectorError::io(what, path, e)
 }
 
-fn remove_dir(path: &Path) -> Result<()> {
+pub(super) fn remove_dir(path: &Path) -> Result<()> {
     match std::fs::remove_dir_all(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("cannot remove", path, e)),
         _ => Ok(()),
@@ -140,8 +140,27 @@ pub(super) fn recover(dir: &Path) -> Result<()> {
     }
 }
 
+/// A page of the live points, with vectors and payloads, from `offset`;
+/// the offset of the next page, `None` after the last.
+pub(super) fn page_of_points(
+    shard: &EdgeShard,
+    offset: Option<PointId>,
+    what: &str,
+) -> Result<(Vec<qdrant_edge::Record>, Option<PointId>)> {
+    shard
+        .scroll(ScrollRequest {
+            offset,
+            limit: Some(SCROLL_PAGE),
+            filter: None,
+            with_payload: Some(WithPayloadInterface::Bool(true)),
+            with_vector: WithVector::Bool(true),
+            order_by: None,
+        })
+        .map_err(|e| engine(what, e))
+}
+
 /// The new shard's copy of `records`' points, payloads rewritten per `mode`.
-fn copy_points(
+pub(super) fn copy_points(
     target: &EdgeShard,
     records: Vec<qdrant_edge::Record>,
     mode: Payloads,
@@ -232,20 +251,23 @@ impl EdgeVectorIndex {
         // Copy while the old shard keeps serving.
         let mut points = 0;
         let mut offset = None;
+        // With a segment cap, the copy optimises as it goes (as `upsert`
+        // does): the engine puts every new point into one appendable segment
+        // and never splits it.
+        let cap_bytes = self.tuning.segment_cap_kb.map(|kb| kb * 1024);
+        let mut unoptimized = 0;
         loop {
-            let (records, next_offset) = self.with_shard(|shard| {
-                shard
-                    .scroll(ScrollRequest {
-                        offset,
-                        limit: Some(SCROLL_PAGE),
-                        filter: None,
-                        with_payload: Some(WithPayloadInterface::Bool(true)),
-                        with_vector: WithVector::Bool(true),
-                        order_by: None,
-                    })
-                    .map_err(|e| engine("reading points to rebuild", e))
-            })?;
-            points += copy_points(&target, records, mode, &self.key)?;
+            let (records, next_offset) = self
+                .with_shard(|shard| page_of_points(shard, offset, "reading points to rebuild"))?;
+            let copied = copy_points(&target, records, mode, &self.key)?;
+            points += copied;
+            unoptimized += copied * self.dim * std::mem::size_of::<f32>();
+            if cap_bytes.is_some_and(|cap| unoptimized >= cap) {
+                target
+                    .optimize()
+                    .map_err(|e| engine("indexing the rebuilt index", e))?;
+                unoptimized = 0;
+            }
             match next_offset {
                 Some(n) => offset = Some(n),
                 None => break,
@@ -329,7 +351,7 @@ impl EdgeVectorIndex {
 
 /// Makes a directory's entries durable (best effort: not every filesystem
 /// supports fsync on a directory).
-fn sync_dir(path: &Path) {
+pub(super) fn sync_dir(path: &Path) {
     if let Ok(d) = std::fs::File::open(path) {
         let _ = d.sync_all();
     }
@@ -341,7 +363,7 @@ fn sync_dir(path: &Path) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::HashSet;
 
     use rand::rngs::StdRng;
@@ -358,7 +380,7 @@ mod tests {
 
     /// The bytes qdrant stores for a cosine vector (normalised), and the raw
     /// ones: a vector is in the files when either prefix is.
-    fn vector_needles(label: &str, v: &[f32]) -> Vec<Needle> {
+    pub(in crate::vector::edge) fn vector_needles(label: &str, v: &[f32]) -> Vec<Needle> {
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         let unit: Vec<f32> = v.iter().map(|x| x / norm).collect();
         vec![
@@ -367,7 +389,10 @@ mod tests {
         ]
     }
 
-    fn holds(report: &crate::service::erasure::scan::ResidueReport, label: &str) -> bool {
+    pub(in crate::vector::edge) fn holds(
+        report: &crate::service::erasure::scan::ResidueReport,
+        label: &str,
+    ) -> bool {
         report
             .hits
             .iter()
