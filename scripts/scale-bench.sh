@@ -29,7 +29,7 @@ sed -e 's/^requests_per_second_per_key = .*/requests_per_second_per_key = 0.0/' 
 export MNEMO_POLICY="$WORK/policy.toml" MNEMO_DATA_DIR="$WORK/db" MNEMO_LOG=warn BENCH_USERS="$USERS"
 
 now() { date +%s.%N; }
-since() { awk "BEGIN{printf \"%.1f\", $(now) - $1}"; }
+since() { awk "BEGIN{printf \"%.2f\", $(now) - $1}"; }
 # VmRSS, and its anonymous part (heap) against file pages mapped in (the
 # indexes' mmapped files: page cache the kernel can reclaim); then PSS, which
 # counts a page mapped twice once: qdrant-edge maps a segment's vector file
@@ -82,10 +82,17 @@ for c in 1 16; do
   echo "peak RSS under load $(( $(cat "$WORK/peak") / 1024 )) MiB, peak PSS $(( $(cat "$WORK/peak-pss") / 1024 )) MiB"
 done
 
-victim="u$(( USERS / 2 ))"
+# SCALE_BENCH_VICTIM: another user on a kept deployment, whose default
+# victim is already erased.
+victim="${SCALE_BENCH_VICTIM:-u$(( USERS / 2 ))}"
 t=$(now)
 code=$(curl -s -o "$WORK/receipt.json" -w '%{http_code}' -X DELETE "127.0.0.1:$PORT/v1/users/$victim")
 echo "forget-all of one user ($PER memories): HTTP $code in $(since "$t") s"
+# A 202 answers before the erasure ends: poll its status until it is done.
+if [ "$code" = 202 ]; then
+  while curl -sf "127.0.0.1:$PORT/v1/users/$victim/erasure" | grep -q '"status":"in_progress"'; do sleep 0.05; done
+fi
+echo "forget-all: erased $(curl -sf "127.0.0.1:$PORT/v1/users/$victim/erasure" | grep -o '"erased":[a-z]*') after $(since "$t") s"
 stop_server
 start_server "restart after a clean shutdown"
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""

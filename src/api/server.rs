@@ -28,7 +28,15 @@ use crate::vector::VectorBackend;
 /// Installs the log subscriber (once; later calls are no-ops).
 pub fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MNEMO_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        // qdrant-edge warns "Feature flags not initialized!" at every segment
+        // it loads (its initialiser is private, and it uses the defaults,
+        // as we want): a line per segment, 22 at 1M memories, at every open.
+        .add_directive(
+            "qdrant_edge::common::flags=error"
+                .parse()
+                .expect("a valid log directive"),
+        );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
