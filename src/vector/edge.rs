@@ -1,5 +1,11 @@
 //! The vector index on Qdrant's engine, embedded in-process (`qdrant-edge`).
 //!
+//! One `EdgeVectorIndex` is one shard in one directory. The service opens
+//! two of them through [`PartitionedIndex`] (`partitions.rs`):
+//! `vectors/reference/` and `vectors/users/`, the latter with capped
+//! segments so that an erasure rewrites little; this module is what each
+//! partition is.
+//!
 //! **What it owns.** One directory, exclusively (an flock on `index.lock`
 //! refuses a second process): an edge shard (segments and config, no WAL)
 //! with a single unnamed dense vector of `dim` dimensions compared by
@@ -83,7 +89,7 @@ use qdrant_edge::{
 use qdrant_edge::{CreateIndex, FieldIndexOperations};
 use uuid::Uuid;
 
-pub use self::partitions::{partition_dirs, PartitionedIndex};
+pub use self::partitions::PartitionedIndex;
 pub use self::rebuild::RebuildStats;
 use self::rebuild::{dir_bytes, Payloads};
 use super::{
@@ -516,7 +522,7 @@ struct Tuning {
     segments: Option<usize>,
     /// KB of vectors a segment may reach (the engine's `max_segment_size`),
     /// and how much a bulk of writes may leave unindexed before `upsert`
-    /// runs the optimiser itself (see [`EdgeVectorIndex::open_capped`]).
+    /// runs the optimiser itself (see [`EdgeVectorIndex::wrote`]).
     /// `None`: the engine's default (256 MB per indexing thread) and no
     /// optimising on the write path.
     segment_cap_kb: Option<usize>,

@@ -34,7 +34,7 @@
 //! undoes a swap a crash interrupted. Deleted points are not copied, so a
 //! purge the old shard still owed is paid by the split.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use uuid::Uuid;
 
@@ -299,11 +299,6 @@ impl VectorIndex for PartitionedIndex {
     fn purge_unconditionally(&self) -> Result<u64> {
         Ok(self.reference.purge_deleted()? + self.users.purge_unconditionally()?)
     }
-}
-
-/// Where a partition lives, for tests and tools.
-pub fn partition_dirs(dir: &Path) -> [PathBuf; 2] {
-    [dir.join(REFERENCE_DIR), dir.join(USERS_DIR)]
 }
 
 #[cfg(test)]
