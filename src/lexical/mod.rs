@@ -13,6 +13,7 @@
 pub mod analyzer;
 pub mod error;
 mod filtered_top;
+mod merge;
 mod segment_ids;
 pub mod tantivy;
 

@@ -52,6 +52,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use uuid::Uuid;
 
 use super::filtered_top::filtered_top_k;
+use super::merge::{pack, CappedMergePolicy, SEGMENT_MAX_DOCS};
 use super::segment_ids::{Ids, SegmentIds};
 use super::LexicalError;
 use super::{analyzer, LexicalDoc, LexicalIndex};
@@ -302,27 +303,12 @@ impl Drop for TantivyIndex {
     }
 }
 
-/// Splits segments (id, live documents) into at most `groups` sets of
-/// similar size, largest first into the smallest set. A segment alone in its
-/// set is merged too: rewriting it is what drops its deleted documents.
-fn merge_groups<Id>(mut segments: Vec<(Id, u32)>, groups: usize) -> Vec<Vec<Id>> {
-    segments.sort_by_key(|(_, docs)| std::cmp::Reverse(*docs));
-    let mut sets: Vec<(u64, Vec<Id>)> = Vec::new();
-    for (id, docs) in segments {
-        if sets.len() < groups.max(1) {
-            sets.push((docs as u64, vec![id]));
-        } else if let Some(smallest) = sets.iter_mut().min_by_key(|(total, _)| *total) {
-            smallest.0 += docs as u64;
-            smallest.1.push(id);
-        }
-    }
-    sets.into_iter().map(|(_, ids)| ids).collect()
-}
-
 fn open_writer(index: &Index) -> Result<IndexWriter> {
-    index
+    let writer = index
         .writer_with_num_threads(1, WRITER_MEMORY_BYTES)
-        .map_err(lexical("opening the index writer"))
+        .map_err(lexical("opening the index writer"))?;
+    writer.set_merge_policy(Box::new(CappedMergePolicy::new(SEGMENT_MAX_DOCS)));
+    Ok(writer)
 }
 
 impl LexicalIndex for TantivyIndex {
@@ -640,9 +626,9 @@ impl Worker {
             // Scoped: a live `SegmentMeta` keeps its files from the garbage collector.
             // Only segments with deleted documents still hold deleted text:
             // rewriting them (not the whole index) makes the erasure cost
-            // proportional to where the owner's documents were. A user's
-            // documents are usually in every segment, so the rewrite is split
-            // into one merge per core, run at once.
+            // proportional to where the owner's documents were. They are
+            // packed into merges under the segment cap (`merge.rs`), run at
+            // once on the writer's merge threads.
             let with_deletes: Vec<_> = self
                 .index
                 .searchable_segment_metas()
@@ -651,8 +637,7 @@ impl Worker {
                 .filter(|m| m.has_deletes())
                 .map(|m| (m.id(), m.num_docs()))
                 .collect();
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let merges: Vec<_> = merge_groups(with_deletes, cores)
+            let merges: Vec<_> = pack(with_deletes, SEGMENT_MAX_DOCS)
                 .iter()
                 .map(|ids| self.writer().merge(ids))
                 .collect();
@@ -749,24 +734,6 @@ mod tests {
 
     fn open(dir: &TempDir, delay: Duration) -> TantivyIndex {
         TantivyIndex::open(dir.path(), delay).unwrap()
-    }
-
-    #[test]
-    fn merge_groups_balance_documents_across_cores() {
-        let segments = vec![("a", 21_500), ("b", 15_000), ("c", 15_000), ("d", 8_500)];
-        let groups = merge_groups(segments.clone(), 2);
-        assert_eq!(groups, vec![vec!["a", "d"], vec!["b", "c"]]);
-        assert_eq!(
-            merge_groups(segments.clone(), 1),
-            vec![vec!["a", "b", "c", "d"]]
-        );
-        assert_eq!(
-            merge_groups(segments, 8).len(),
-            4,
-            "one segment per merge at most"
-        );
-        assert!(merge_groups(Vec::<(&str, u32)>::new(), 2).is_empty());
-        assert_eq!(merge_groups(vec![("x", 0)], 0), vec![vec!["x"]]);
     }
 
     #[test]
@@ -1269,12 +1236,11 @@ mod tests {
         let after = files_containing(dir.path(), marker.as_bytes());
         assert!(after.is_empty(), "marker still on disk in {after:?}");
         assert_eq!(index.count_owner(&bob()).unwrap(), 60);
-        // Every segment was rewritten without the deleted documents, in at
-        // most one merge per core.
+        // Every segment was rewritten without the deleted documents; three
+        // segments far under the cap were packed into one merge.
         let searcher = index.reader.searcher();
         assert!(searcher.segment_readers().iter().all(|s| !s.has_deletes()));
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        assert!(searcher.segment_readers().len() <= cores.min(3));
+        assert_eq!(searcher.segment_readers().len(), 1);
         assert_eq!(
             index
                 .search("gardening", &long_term(&bob()), 100)
