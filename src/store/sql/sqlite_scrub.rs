@@ -17,8 +17,9 @@
 //! How, through SQLite's `sqlite_dbpage` virtual table (compiled in by
 //! `.cargo/config.toml`), which reads and writes raw pages through the pager
 //! (so through the WAL, atomically per transaction):
-//! 1. a scan in one read transaction parses every page and lists those with
-//!    a non-zero byte to clear; nobody waits for it;
+//! 1. a scan parses every page and lists those with a non-zero byte to
+//!    clear, in read transactions (one reader per core, each over a range of
+//!    pages), so nobody waits for it;
 //! 2. the listed pages are scrubbed [`BATCH`] at a time, each batch in a
 //!    `BEGIN IMMEDIATE` transaction that reads the page again (another
 //!    writer may have changed it since the scan), clears it and writes it
@@ -106,7 +107,7 @@ pub(crate) fn scrub(path: &Path) -> Result<Scrub> {
         if let Some(reason) = unsupported(&conn)? {
             return Ok(Scrub::Unsupported(reason));
         }
-        let (pages, dirty) = match scan(&conn)? {
+        let (pages, dirty) = match scan(&conn, path)? {
             Ok(found) => found,
             Err(reason) => return Ok(Scrub::Unsupported(reason)),
         };
@@ -178,43 +179,129 @@ fn sizes(conn: &Connection) -> Result<std::result::Result<(usize, usize), String
     Ok(Ok((first.len(), first.len() - usize::from(first[20]))))
 }
 
-/// Step 1: the page count and the pages with bytes to clear, from one
-/// snapshot.
-fn scan(conn: &Connection) -> Result<std::result::Result<(u64, Vec<u32>), String>> {
+/// Step 1: the page count and the pages with bytes to clear. The page
+/// numbers are split into one range per core, each read by a connection of
+/// its own in a read transaction of its own: every snapshot starts after the
+/// erased rows were deleted, which is all the argument of the module needs
+/// (a page found clean in any later snapshot cannot receive stale bytes).
+/// The last range is open-ended, for pages the file gained meanwhile.
+fn scan(conn: &Connection, path: &Path) -> Result<std::result::Result<(u64, Vec<u32>), String>> {
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+    let pages = u64::try_from(pages).unwrap_or(0);
+    if pages >= MAX_PAGES {
+        return Ok(Err(format!("{pages} pages")));
+    }
+    let readers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_READERS)
+        .min(pages.div_ceil(MIN_PAGES_PER_READER).max(1) as usize);
+    scan_split(conn, path, pages, readers)
+}
+
+/// [`scan`] with `readers` ranges of the `pages` pages.
+fn scan_split(
+    conn: &Connection,
+    path: &Path,
+    pages: u64,
+    readers: usize,
+) -> Result<std::result::Result<(u64, Vec<u32>), String>> {
+    let readers = readers.max(1);
+    let step = pages.div_ceil(readers as u64).max(1);
+    let ranges: Vec<(u64, u64)> = (0..readers as u64)
+        .map(|i| {
+            let end = if i + 1 == readers as u64 {
+                MAX_PAGES
+            } else {
+                (i + 1) * step
+            };
+            (i * step + 1, end + 1)
+        })
+        .collect();
+    let found: Vec<_> = std::thread::scope(|scope| {
+        let [first, rest @ ..] = ranges.as_slice() else {
+            return Vec::new();
+        };
+        let others: Vec<_> = rest
+            .iter()
+            .map(|&range| {
+                scope.spawn(move || -> Result<std::result::Result<Vec<u32>, String>> {
+                    let conn = Connection::open_with_flags(
+                        path,
+                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    )?;
+                    conn.busy_timeout(Duration::from_secs(10))?;
+                    scan_range(&conn, range)
+                })
+            })
+            .collect();
+        let mut found = vec![scan_range(conn, *first)];
+        found.extend(others.into_iter().map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Ok(Err("a scan thread panicked".into())))
+        }));
+        found
+    });
+    let mut dirty = Vec::new();
+    for part in found {
+        match part? {
+            Ok(pages) => dirty.extend(pages),
+            Err(reason) => return Ok(Err(reason)),
+        }
+    }
+    dirty.sort_unstable();
+    Ok(Ok((pages, dirty)))
+}
+
+/// Readers of a scan at most: past the cores of a small node, more only
+/// contend with the service.
+const MAX_READERS: usize = 4;
+
+/// Below this many pages a range is not worth a thread.
+const MIN_PAGES_PER_READER: u64 = 16_384;
+
+/// The pages in `first..end` with bytes to clear, in one read transaction.
+fn scan_range(
+    conn: &Connection,
+    (first, end): (u64, u64),
+) -> Result<std::result::Result<Vec<u32>, String>> {
     let tx = conn.unchecked_transaction()?;
     let (page_size, usable) = match sizes(&tx)? {
         Ok(sizes) => sizes,
         Err(reason) => return Ok(Err(reason)),
     };
-    let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-    let pages = u64::try_from(pages).unwrap_or(0);
-    if pages >= MAX_PAGES {
-        return Ok(Err(format!("{pages} pages")));
-    }
     let free = match freelist(&tx, usable)? {
         Ok(free) => free,
         Err(reason) => return Ok(Err(reason)),
     };
     let lock_page = lock_byte_page(page_size);
     let mut dirty = Vec::new();
-    let mut statement = tx.prepare("SELECT pgno, data FROM sqlite_dbpage")?;
-    let mut rows = statement.query([])?;
+    // The virtual table answers `pgno` without reading the page; `data`
+    // is read (and copied) only for the rows the range keeps.
+    let mut statement =
+        tx.prepare("SELECT pgno, data FROM sqlite_dbpage WHERE pgno >= ?1 AND pgno < ?2")?;
+    let mut rows = statement.query(rusqlite::params![first as i64, end as i64])?;
     while let Some(row) = rows.next()? {
         let pgno: u32 = row.get(0)?;
         if Some(pgno) == lock_page {
             continue;
         }
-        let mut page: Vec<u8> = row.get(1)?;
-        match clear(&mut page, pgno, free.kind(pgno), usable) {
-            Ok(0) => {}
-            Ok(_) => dirty.push(pgno),
+        // Borrowed, not copied: most pages are clean and only read.
+        let Ok(page) = row.get_ref(1)?.as_blob() else {
+            return Ok(Err(format!("page {pgno} is not a blob")));
+        };
+        match unused(page, pgno, free.kind(pgno), usable) {
+            Ok(ranges) => {
+                if ranges.into_iter().any(|r| page[r].iter().any(|&b| b != 0)) {
+                    dirty.push(pgno);
+                }
+            }
             Err(reason) => return Ok(Err(reason)),
         }
     }
     drop(rows);
     drop(statement);
     tx.commit()?;
-    Ok(Ok((pages, dirty)))
+    Ok(Ok(dirty))
 }
 
 /// Step 2 for one batch: `(pages written, bytes cleared)`.
@@ -327,6 +414,35 @@ fn freelist(conn: &Connection, usable: usize) -> Result<std::result::Result<Free
     Ok(Ok(free))
 }
 
+/// The byte ranges page `pgno` does not use. `Err` when the page is not
+/// what its kind says.
+fn unused(
+    page: &[u8],
+    pgno: u32,
+    kind: Kind,
+    usable: usize,
+) -> std::result::Result<Vec<Range<usize>>, String> {
+    if usable > page.len() {
+        return Err(format!("page {pgno} is shorter than the usable size"));
+    }
+    match kind {
+        Kind::FreeLeaf => Ok(vec![0..page.len()]),
+        // Next trunk, count, then the leaves' numbers.
+        Kind::Trunk { leaves } => Ok(vec![(8 + 4 * leaves).min(usable)..usable]),
+        Kind::InUse => {
+            let header = if pgno == 1 { 100 } else { 0 };
+            match page[header] {
+                0x02 | 0x05 | 0x0a | 0x0d => btree_unused(page, header, usable)
+                    .map_err(|e| format!("b-tree page {pgno}: {e}")),
+                // An overflow page (its first byte is the high byte of the
+                // next page's number, 0 below 2^24 pages): all payload,
+                // written whole when allocated from zeroed free pages.
+                _ => Ok(Vec::new()),
+            }
+        }
+    }
+}
+
 /// Clears what page `pgno` does not use; the number of bytes that were not
 /// zero (0: the page is unchanged). `Err` when the page is not what its
 /// kind says, with nothing changed.
@@ -336,28 +452,8 @@ fn clear(
     kind: Kind,
     usable: usize,
 ) -> std::result::Result<usize, String> {
-    if usable > page.len() {
-        return Err(format!("page {pgno} is shorter than the usable size"));
-    }
-    match kind {
-        Kind::FreeLeaf => Ok(zero(page, 0..page.len())),
-        // Next trunk, count, then the leaves' numbers.
-        Kind::Trunk { leaves } => Ok(zero(page, 8 + 4 * leaves..usable)),
-        Kind::InUse => {
-            let header = if pgno == 1 { 100 } else { 0 };
-            match page[header] {
-                0x02 | 0x05 | 0x0a | 0x0d => {
-                    let unused = btree_unused(page, header, usable)
-                        .map_err(|e| format!("b-tree page {pgno}: {e}"))?;
-                    Ok(unused.into_iter().map(|r| zero(page, r)).sum())
-                }
-                // An overflow page (its first byte is the high byte of the
-                // next page's number, 0 below 2^24 pages): all payload,
-                // written whole when allocated from zeroed free pages.
-                _ => Ok(0),
-            }
-        }
-    }
+    let ranges = unused(page, pgno, kind, usable)?;
+    Ok(ranges.into_iter().map(|r| zero(page, r)).sum())
 }
 
 /// Sets `range` of `page` to zero; how many bytes were not.
@@ -680,6 +776,29 @@ mod tests {
     /// the inserts and deletes of `database`, texts of deleted rows are
     /// still in the file (stale copies left by b-tree rebalances); after
     /// the scrub and a checkpoint, none is.
+    #[test]
+    fn a_scan_split_between_readers_finds_what_one_reader_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = database(dir.path());
+        // Dirty pages to find: stale bytes in free space, as in the tests below.
+        conn.execute_batch("PRAGMA secure_delete = OFF; DELETE FROM m WHERE rowid % 5 = 1;")
+            .unwrap();
+        let path = dir.path().join("t.db");
+        let pages: u64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
+            .unwrap() as u64;
+        let (_, one) = scan_split(&conn, &path, pages, 1).unwrap().unwrap();
+        assert!(!one.is_empty(), "nothing to find");
+        for readers in [2, 3, 7] {
+            let (_, split) = scan_split(&conn, &path, pages, readers).unwrap().unwrap();
+            assert_eq!(split, one, "{readers} readers");
+        }
+        // Pages the file gains after the count are still scanned (the last
+        // range is open-ended): a count of half the pages finds the same.
+        let (_, short) = scan_split(&conn, &path, pages / 2, 2).unwrap().unwrap();
+        assert_eq!(short, one);
+    }
+
     #[test]
     fn stale_copies_secure_delete_leaves_are_cleared() {
         let dir = tempfile::tempdir().unwrap();
