@@ -4,8 +4,11 @@
 //! delete + purge, vector delete + flush, store) from the engine's log line.
 //!
 //! ```text
-//! cargo run --release --example forget_bench -- --memories 10000 --others 10000 --reference 40000
+//! cargo run --release --example forget_bench -- --memories 10000 --others 10000 --reference 40000 [--users 1]
 //! ```
+//! `--users N` spreads the others' memories over N users, each user's written
+//! together (a million memories as the scale benchmark lays them out:
+//! `--memories 8 --others 800000 --users 100000 --reference 200000`).
 //! Erasure does not embed anything, so this uses the hashing embedder (same
 //! dimension as the real model: the vector index does the same work) to keep
 //! set-up fast. The three groups are written in interleaved batches. Writes
@@ -33,6 +36,8 @@ async fn main() -> anyhow::Result<()> {
     let memories = number("--memories", 10_000);
     let others = number("--others", 10_000);
     let reference = number("--reference", 40_000);
+    let users = number("--users", 1).max(1);
+    let per_user = others.div_ceil(users).max(1);
     let dir = tempfile::tempdir()?;
     // `--from DIR` starts from a copy of a data directory an earlier run left
     // with `--save DIR` (set-up is most of the run's time).
@@ -70,6 +75,7 @@ async fn main() -> anyhow::Result<()> {
     // time: the forgotten user's rows are spread through every table and
     // index rather than stored in one run.
     let mut left: Vec<usize> = groups.iter().map(|g| g.2).collect();
+    let mut written = vec![0usize; groups.len()];
     while let Some(g) = (0..groups.len()).filter(|&g| left[g] > 0).max_by(|&a, &b| {
         let share = |g: usize| left[g] as f64 / groups[g].2 as f64;
         share(a).total_cmp(&share(b))
@@ -78,9 +84,16 @@ async fn main() -> anyhow::Result<()> {
         let batch: Vec<NewMemory> = (0..left[g].min(500))
             .map(|_| {
                 serial += 1;
+                written[g] += 1;
+                let user_id = match user {
+                    Some("keep-me") if users > 1 => {
+                        Some(format!("keep-me-{}", (written[g] - 1) / per_user))
+                    }
+                    user => user.map(str::to_string),
+                };
                 NewMemory {
                     tier: Some(tier),
-                    user_id: user.map(str::to_string),
+                    user_id,
                     text: format!("memory number {serial} about topic {}", serial % 97),
                     ..Default::default()
                 }
@@ -92,7 +105,7 @@ async fn main() -> anyhow::Result<()> {
     engine.commit().await?;
     engine.optimize().await?;
     println!(
-        "set-up: {memories} memories to forget, {others} of another user, {reference} reference, in {:.1} s",
+        "set-up: {memories} memories to forget, {others} of {users} other user(s), {reference} reference, in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 
