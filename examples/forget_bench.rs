@@ -9,6 +9,9 @@
 //! `--users N` spreads the others' memories over N users, each user's written
 //! together (a million memories as the scale benchmark lays them out:
 //! `--memories 8 --others 800000 --users 100000 --reference 200000`).
+//! `--searches N` first runs N searches, each for one of those users picked
+//! at random, and prints the p50 / p95 of the search and of its lexical and
+//! vector legs (the hashing embedder's queries: index cost, not quality).
 //! Erasure does not embed anything, so this uses the hashing embedder (same
 //! dimension as the real model: the vector index does the same work) to keep
 //! set-up fast. The three groups are written in interleaved batches. Writes
@@ -115,6 +118,47 @@ async fn main() -> anyhow::Result<()> {
         copy_dir(dir.path(), std::path::Path::new(&to))?;
         println!("saved the data directory to {to}");
         return Ok(());
+    }
+
+    let searches = number("--searches", 0);
+    if searches > 0 {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let (mut took, mut lexical, mut vector) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..searches {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let user = if users > 1 {
+                format!("keep-me-{}", rng % users as u64)
+            } else {
+                "keep-me".to_string()
+            };
+            let query = format!("memory number {} about topic {}", rng % 1000, i % 97);
+            let t = Instant::now();
+            let r = engine
+                .search(mnemo::service::SearchRequest {
+                    record_access: false,
+                    ..mnemo::service::SearchRequest::new(mnemo::domain::Scope::user(&user), query)
+                })
+                .await?;
+            took.push(t.elapsed().as_secs_f64() * 1e3);
+            lexical.push(r.stages.lexical_ms);
+            vector.push(r.stages.vector_ms);
+        }
+        let pct = |v: &mut Vec<f64>, p: f64| {
+            v.sort_by(f64::total_cmp);
+            v[((v.len() as f64 - 1.0) * p).round() as usize]
+        };
+        println!(
+            "{searches} searches (one user each, their scope with the reference tier): \
+             took p50 {:.2} / p95 {:.2} ms, lexical {:.2} / {:.2} ms, vector {:.2} / {:.2} ms",
+            pct(&mut took, 0.5),
+            pct(&mut took, 0.95),
+            pct(&mut lexical, 0.5),
+            pct(&mut lexical, 0.95),
+            pct(&mut vector, 0.5),
+            pct(&mut vector, 0.95),
+        );
     }
 
     let t = Instant::now();
