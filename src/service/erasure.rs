@@ -21,7 +21,8 @@
 //!      with their messages and tool payloads — with `secure_delete` zeroing
 //!      the deleted cells (and the user's API keys, so none authenticates
 //!      and no key row keeps the user id);
-//! 3. the store purges its files ([`crate::store::ErasureStore::purge_erased`]):
+//! 3. right after its own deletes, while the indexes still purge, the store
+//!    purges its files ([`crate::store::ErasureStore::purge_erased`]):
 //!    SQLite zeroes the free space of every page in short batches and
 //!    checkpoints the WAL (stale copies of moved cells survive
 //!    `secure_delete`, see `store/sql/sqlite_scrub.rs`), PostgreSQL
@@ -416,29 +417,34 @@ impl Engine {
             }
             Ok(n)
         });
+        // The store's purge (step 3) follows its own deletes, alongside the
+        // index purges rather than after them: it only needs the rows gone.
         let store_step = async {
             let t = std::time::Instant::now();
             let rows = self.store().erase_user(tenant_id, user_id).await?;
-            Ok::<_, Error>((rows, t.elapsed().as_millis()))
+            let store_ms = t.elapsed().as_millis();
+            // Step 3, before the intent goes: a crash until the purge has
+            // finished resumes the erasure, and the resumed run purges.
+            let t = std::time::Instant::now();
+            let purge = rows != crate::store::ErasedRows::default()
+                || resumed
+                || self
+                    .store()
+                    .last_erasure(tenant_id, user_id)
+                    .await?
+                    .is_none();
+            if purge {
+                self.store().purge_erased().await?;
+            }
+            Ok::<_, Error>((rows, store_ms, purge, t.elapsed().as_millis()))
         };
         let (lexical_step, vector_step, store_step) =
             tokio::join!(lexical_step, vector_step, store_step);
-        let ((lexical_docs, lexical_ms), (vector_points, vector_ms), (rows, store_ms)) =
-            (lexical_step?, vector_step?, store_step?);
-        // Step 3, before the intent goes: a crash until the purge has
-        // finished resumes the erasure, and the resumed run purges.
-        let t = std::time::Instant::now();
-        let purge = rows != crate::store::ErasedRows::default()
-            || resumed
-            || self
-                .store()
-                .last_erasure(tenant_id, user_id)
-                .await?
-                .is_none();
-        if purge {
-            self.store().purge_erased().await?;
-        }
-        let purge_ms = t.elapsed().as_millis();
+        let (
+            (lexical_docs, lexical_ms),
+            (vector_points, vector_ms),
+            (rows, store_ms, purge, purge_ms),
+        ) = (lexical_step?, vector_step?, store_step?);
         let erased = ErasedCounts {
             memories: rows.memories,
             candidates: rows.candidates,

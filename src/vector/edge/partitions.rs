@@ -7,7 +7,7 @@
 //!   vacuum). With one shard, a user's 8 points shared a segment with a
 //!   million others and the tenant's reference graph: forget-all took 35 s at
 //!   1M memories. The users partition caps its segments
-//!   ([`USER_SEGMENT_CAP_KB`] of vectors, about 44,000 points of 384
+//!   ([`USER_SEGMENT_CAP_KB`] of vectors, about 22,000 points of 384
 //!   dimensions) and keeps them capped under bulk writes (see
 //!   `EdgeVectorIndex::wrote`), so an erasure rewrites one or two small
 //!   segments whatever the deployment's size.
@@ -49,15 +49,18 @@ const REFERENCE_DIR: &str = "reference";
 const USERS_DIR: &str = "users";
 const SPLIT_COMPLETE: &str = "split.complete";
 
-/// KB of vectors a segment of the users partition may hold: 64 MB, about
-/// 44,000 points of 384 dimensions. An erasure's vacuum rewrites the
-/// segments holding the user's points at about 8 µs a point (no graph
-/// among them: users with fewer points than the full-scan threshold have
-/// none), so about 0.35 s a segment; searches pay a few microseconds per
-/// segment for a user's clause, found through each segment's owner index.
-/// Measured with a synthetic probe at 1M points (README, "Forget-all at a
-/// million memories").
-pub(super) const USER_SEGMENT_CAP_KB: usize = 64_000;
+/// KB of vectors a segment of the users partition may hold: 32 MB, about
+/// 22,000 points of 384 dimensions. An erasure's vacuum rewrites the
+/// segments holding the user's points (vectors, payloads, five payload
+/// indexes, and a 32 MB payload page whatever the points); searches pay a
+/// few microseconds per segment for a user's clause, found through each
+/// segment's owner index. At 1M memories (`examples/forget_bench.rs`, README
+/// "Forget-all at a million memories") the vector leg of an erasure took
+/// 1.24–1.40 s with 64 MB segments and 0.75–0.89 s with 32 MB, and a
+/// user's vector search p50 3.53 and 3.10 ms. Those two points fit about
+/// 0.4 s per rewritten segment plus 14 ms per MB: halving again would save
+/// about a quarter (by the fit, not measured) for twice the segments.
+pub(super) const USER_SEGMENT_CAP_KB: usize = 32_000;
 
 impl Tuning {
     /// The users partition's: capped segments.
