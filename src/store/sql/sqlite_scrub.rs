@@ -433,9 +433,11 @@ fn unused(
         return Err(format!("page {pgno} is shorter than the usable size"));
     }
     match kind {
-        Kind::FreeLeaf => Ok(vec![0..page.len()]),
+        Kind::FreeLeaf => Ok(std::iter::once(0..page.len()).collect()),
         // Next trunk, count, then the leaves' numbers.
-        Kind::Trunk { leaves } => Ok(vec![(8 + 4 * leaves).min(usable)..usable]),
+        Kind::Trunk { leaves } => {
+            Ok(std::iter::once((8 + 4 * leaves).min(usable)..usable).collect())
+        }
         Kind::InUse => {
             let header = if pgno == 1 { 100 } else { 0 };
             match page[header] {
