@@ -57,9 +57,11 @@ const SPLIT_COMPLETE: &str = "split.complete";
 /// segment's owner index. At 1M memories (`examples/forget_bench.rs`, README
 /// "Forget-all at a million memories") the vector leg of an erasure took
 /// 1.24–1.40 s with 64 MB segments and 0.75–0.89 s with 32 MB, and a
-/// user's vector search p50 3.53 and 3.10 ms. Those two points fit about
-/// 0.4 s per rewritten segment plus 14 ms per MB: halving again would save
-/// about a quarter (by the fit, not measured) for twice the segments.
+/// user's vector search p50 3.53 and 3.10 ms. Halving again (16 MB, tried)
+/// took erasures from 0.89–0.98 s to 0.81–0.93 s but the partition from
+/// 3.0 to 4.5 GB on disk, since every segment carries a 32 MB payload page
+/// (the engine's blobstore `DEFAULT_PAGE_SIZE_BYTES`) whatever its points:
+/// a smaller page for this partition is the lever, not a smaller cap.
 pub(super) const USER_SEGMENT_CAP_KB: usize = 32_000;
 
 impl Tuning {
