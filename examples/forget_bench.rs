@@ -43,6 +43,14 @@ async fn main() -> anyhow::Result<()> {
     let reference = number("--reference", 40_000);
     let users = number("--users", 1).max(1);
     let per_user = others.div_ceil(users).max(1);
+    // The name of the other users' i-th (one user: "keep-me").
+    let other = |i: usize| {
+        if users > 1 {
+            format!("keep-me-{i}")
+        } else {
+            "keep-me".to_string()
+        }
+    };
     let dir = tempfile::tempdir()?;
     // `--from DIR` starts from a copy of a data directory an earlier run left
     // with `--save DIR` (set-up is most of the run's time).
@@ -91,9 +99,7 @@ async fn main() -> anyhow::Result<()> {
                 serial += 1;
                 written[g] += 1;
                 let user_id = match user {
-                    Some("keep-me") if users > 1 => {
-                        Some(format!("keep-me-{}", (written[g] - 1) / per_user))
-                    }
+                    Some("keep-me") => Some(other((written[g] - 1) / per_user)),
                     user => user.map(str::to_string),
                 };
                 NewMemory {
@@ -130,11 +136,7 @@ async fn main() -> anyhow::Result<()> {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
-            let user = if users > 1 {
-                format!("keep-me-{}", rng % users as u64)
-            } else {
-                "keep-me".to_string()
-            };
+            let user = other((rng % users as u64) as usize);
             let query = format!("memory number {} about topic {}", rng % 1000, i % 97);
             let t = Instant::now();
             let r = engine
@@ -176,7 +178,7 @@ async fn main() -> anyhow::Result<()> {
     // The first erasure of a store also scrubs what its whole history left
     // in free space; the next ones show an erasure's own cost.
     for k in 0..number("--then", 0) {
-        let user = format!("keep-me-{}", (k * 7919 + 13) % users);
+        let user = other((k * 7919 + 13) % users);
         let t = Instant::now();
         let receipt = engine.forget_user(&actor, &user).await?;
         println!(
