@@ -134,6 +134,23 @@ const PURGE_VACUUM_MIN_VECTORS: usize = 1;
 const GRAPH_M: usize = 0;
 const GRAPH_PAYLOAD_M: usize = 16;
 
+/// Threads of each shard's search pool, which scores a search's segments
+/// (and answers counts and scrolls): half the cores, at least one. The
+/// engine's default is four per core, and every search split its segments
+/// over them: on 2 cores the idle workers spun in `sched_yield` (14% of the
+/// service's CPU at one connection), and a search waited for a second worker
+/// that the other leg or the embedder was holding the core from. Measured on
+/// 2 cores (README, "One search thread per shard"): at 1M memories the
+/// vector leg took p50 / p95 2.11 / 8.98 ms with 8 threads, 2.25 / 9.11 with
+/// 2 and 1.67 / 2.48 with 1; at 10k memories under 16 connections 4.87 →
+/// 2.35 ms. Concurrent searches are a service's parallelism; half the cores
+/// leaves the other half to the embedder and the lexical leg.
+fn search_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get() / 2)
+        .max(1)
+}
+
 /// Candidates a graph search keeps (`hnsw_ef`). The engine's default is
 /// `ef_construct` (100), at which the owner graphs' recall was below the
 /// global graph's (the plan before them); at 256 it is above it at 100k and
@@ -551,7 +568,8 @@ fn shard_config(dim: usize, tuning: Tuning) -> EdgeConfig {
         // No WAL: the store is the source of truth, writes count only once
         // `flush` returns, and reconciling repairs what a crash lost; see
         // the module docs.
-        .wal_enabled(false);
+        .wal_enabled(false)
+        .max_search_threads(search_threads());
     if tuning.indexing_threshold_kb.is_some()
         || tuning.segments.is_some()
         || tuning.segment_cap_kb.is_some()
@@ -691,7 +709,12 @@ fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<EdgeShar
     })?;
     let context = format!("opening vector index at {}", dir.display());
     let shard = if has_shard_files(dir) {
-        EdgeShard::load(dir, None).map_err(|e| engine(&context, e))?
+        // Only the pool size is given: everything else keeps what the shard
+        // has persisted (a shard created before had the engine's default).
+        let pool = EdgeConfig::builder()
+            .max_search_threads(search_threads())
+            .build();
+        EdgeShard::load(dir, Some(pool)).map_err(|e| engine(&context, e))?
     } else {
         EdgeShard::new(dir, new_config).map_err(|e| engine(&context, e))?
     };
@@ -1237,6 +1260,49 @@ mod tests {
             id
         );
         assert_eq!(idx.entries().unwrap().len(), 1551);
+    }
+
+    #[test]
+    fn every_shard_searches_with_the_pool_size_mnemo_sets() {
+        let threads = |idx: &EdgeVectorIndex| {
+            idx.with_shard(|shard| Ok(shard.config().max_search_threads))
+                .unwrap()
+        };
+        let want = Some(search_threads());
+        assert!(search_threads() >= 1);
+        // A new shard.
+        let dir = TempDir::new().unwrap();
+        let idx = EdgeVectorIndex::open_with(dir.path(), 16, Tuning::default()).unwrap();
+        assert_eq!(threads(&idx), want);
+        // A shard an older build created, with the engine's default pool
+        // (four threads per core, nothing persisted): reopened, it gets the
+        // pool mnemo sets, and keeps its points.
+        let dir = TempDir::new().unwrap();
+        let old = EdgeConfig {
+            max_search_threads: None,
+            ..shard_config(16, Tuning::default())
+        };
+        {
+            let shard = EdgeShard::new(dir.path(), old).unwrap();
+            assert_eq!(shard.config().max_search_threads, None);
+            assert!(shard.config().search_thread_count() > search_threads());
+        }
+        let idx = EdgeVectorIndex::open_with(dir.path(), 16, Tuning::default()).unwrap();
+        assert_eq!(threads(&idx), want);
+        let mut rng = StdRng::seed_from_u64(5);
+        let points = population(&mut rng, 16, 50, "default");
+        idx.upsert(points.clone()).unwrap();
+        idx.flush().unwrap();
+        drop(idx);
+        let idx = EdgeVectorIndex::open_with(dir.path(), 16, Tuning::default()).unwrap();
+        assert_eq!(threads(&idx), want);
+        assert_eq!(idx.entries().unwrap().len(), 50);
+        // Searches still run on the smaller pool: stored vectors find
+        // themselves.
+        let f = Scope::user("alice").filter();
+        let want = matching(&points, &f);
+        let p = points.iter().find(|p| want.contains(&p.id)).unwrap();
+        assert_eq!(idx.search(&p.vector, &f, 5).unwrap()[0].0, p.id);
     }
 
     #[test]
