@@ -299,6 +299,20 @@ impl EdgeShard {
         Ok(())
     }
 
+    /// [`EdgeShard::flush`] for the segments changed since their last flush only (Qdrant's own
+    /// periodic flush, `force = false`): a segment whose version is the one it last persisted
+    /// has nothing in memory that its files lack, so it is neither written nor fsynced again.
+    /// Post-flush actions (removing a segment an optimisation replaced) run as in `flush`.
+    pub fn flush_changed(&self) -> OperationResult<()> {
+        self.update_log.lock().flush()?;
+
+        let persisted_version = self.segments.read().flush_all(FlushMode::Sync, false)?;
+
+        self.update_log.lock().ack(persisted_version)?;
+
+        Ok(())
+    }
+
     /// Switch a shard with the WAL disabled from the WAL found on load to plain numbering: persist
     /// what the WAL replay applied, then delete the WAL.
     fn remove_wal(&self) -> OperationResult<()> {
