@@ -697,7 +697,26 @@ impl SegmentBuilder {
             )?;
             // Like the storages, the field indices of a segment being built need no journal
             payload_index.disable_journal();
-            for (field, payload_schema, progress) in indexed_fields {
+            // Vendored change (see `PATCHED.md`): the fields the fresh index has no config for
+            // are built in one pass over the payloads rather than one pass each.
+            let (fresh, known): (Vec<_>, Vec<_>) = indexed_fields
+                .into_iter()
+                .partition(|(field, _, _)| !payload_index.config().indices.contains_key(field));
+            if !fresh.is_empty() {
+                let fields: Vec<_> = fresh
+                    .iter()
+                    .map(|(field, payload_schema, progress)| {
+                        progress.start();
+                        (field.clone(), payload_schema.clone())
+                    })
+                    .collect();
+                let built = payload_index.build_fields_indexes(&fields)?;
+                for ((field, payload_schema), field_index) in fields.into_iter().zip(built) {
+                    payload_index.apply_index(field, payload_schema, field_index)?;
+                }
+                check_process_stopped(stopped)?;
+            }
+            for (field, payload_schema, progress) in known {
                 progress.start();
                 payload_index.set_indexed(&field, payload_schema)?;
                 check_process_stopped(stopped)?;

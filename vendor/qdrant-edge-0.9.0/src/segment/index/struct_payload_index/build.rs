@@ -7,7 +7,9 @@ use crate::segment::index::BuildIndexResult;
 use crate::segment::index::field_index::index_selector::wipe_field_dirs;
 use crate::segment::index::field_index::{FieldIndex, FieldIndexBuilderTrait as _};
 use crate::segment::payload_storage::PayloadStorageRead;
-use crate::segment::types::{PayloadContainer, PayloadFieldSchema, PayloadKeyTypeRef};
+use crate::segment::types::{
+    PayloadContainer, PayloadFieldSchema, PayloadKeyType, PayloadKeyTypeRef,
+};
 
 impl StructPayloadIndex {
     pub fn build_field_indexes(
@@ -62,6 +64,62 @@ impl StructPayloadIndex {
         builders
             .into_iter()
             .map(|builder| builder.finalize())
+            .collect()
+    }
+
+    /// [`StructPayloadIndex::build_field_indexes`] for several fields in one pass over the
+    /// payloads (vendored addition, see `PATCHED.md`): reading and deserialising every payload
+    /// once per field was most of a segment rewrite's CPU with five indexed fields. The indexes
+    /// are returned in the order of `fields`, each exactly what `build_field_indexes` builds.
+    pub fn build_fields_indexes(
+        &self,
+        fields: &[(PayloadKeyType, PayloadFieldSchema)],
+    ) -> OperationResult<Vec<Vec<FieldIndex>>> {
+        for (field, _) in fields {
+            wipe_field_dirs(&self.path, field)?;
+        }
+
+        // Durability of what this reads is the caller's, as in `build_field_indexes`.
+        let payload_storage = self.payload.borrow();
+        let id_tracker_borrow = self.id_tracker.borrow();
+        let deleted = id_tracker_borrow.deleted_point_bitslice();
+        let total_point_count = id_tracker_borrow.total_point_count();
+
+        let mut per_field = Vec::with_capacity(fields.len());
+        for (field, payload_schema) in fields {
+            let selector = self.selector(payload_schema);
+            let mut builders = selector.index_builder(field, payload_schema, deleted)?;
+            builders.push(selector.null_builder(field, payload_schema, total_point_count)?);
+            for index in &mut builders {
+                index.init()?;
+                if !self.journaled {
+                    index.disable_journal();
+                }
+            }
+            per_field.push(builders);
+        }
+
+        payload_storage.iter(|point_id, point_payload| {
+            if id_tracker_borrow.is_deleted_point(point_id) {
+                return Ok(true);
+            }
+            for ((field, _), builders) in fields.iter().zip(per_field.iter_mut()) {
+                for builder in builders.iter_mut() {
+                    let values = point_payload.get_value(builder.input_path(field));
+                    builder.add_point(point_id, &values)?;
+                }
+            }
+            Ok(true)
+        })?;
+
+        per_field
+            .into_iter()
+            .map(|builders| {
+                builders
+                    .into_iter()
+                    .map(|builder| builder.finalize())
+                    .collect()
+            })
             .collect()
     }
 
