@@ -17,11 +17,27 @@ impl StructPayloadIndex {
         field: PayloadKeyTypeRef,
         payload_schema: &PayloadFieldSchema,
     ) -> OperationResult<Vec<FieldIndex>> {
+        // Vendored change (see `PATCHED.md`): one field is the one-pass build of one field.
+        let mut built =
+            self.build_fields_indexes(&[(field.to_owned(), payload_schema.to_owned())])?;
+        Ok(built.pop().unwrap_or_default())
+    }
+
+    /// [`StructPayloadIndex::build_field_indexes`] for several fields in one pass over the
+    /// payloads (vendored addition, see `PATCHED.md`): reading and deserialising every payload
+    /// once per field was half of a segment rewrite's CPU with five indexed fields. The indexes
+    /// are returned in the order of `fields`.
+    pub fn build_fields_indexes(
+        &self,
+        fields: &[(PayloadKeyType, PayloadFieldSchema)],
+    ) -> OperationResult<Vec<Vec<FieldIndex>>> {
         // A build must start from a clean slate: files can be left behind by a build
         // that crashed before its config entry was written, or by an index that
         // failed to load. Appendable builders open existing storages, so leftovers
         // would leak stale postings into the fresh build.
-        wipe_field_dirs(&self.path, field)?;
+        for (field, _) in fields {
+            wipe_field_dirs(&self.path, field)?;
+        }
 
         // Note: durability of the state this build reads (id tracker, payload storage)
         // is the caller's responsibility. Component flushers must not be invoked here:
@@ -32,57 +48,11 @@ impl StructPayloadIndex {
         // that serialization before building (`shard::update::create_field_index`).
         let payload_storage = self.payload.borrow();
         let id_tracker_borrow = self.id_tracker.borrow();
-        let selector = self.selector(payload_schema);
         let deleted = id_tracker_borrow.deleted_point_bitslice();
-        let mut builders = selector.index_builder(field, payload_schema, deleted)?;
-
         // Special null index complements every index. Seed it with the segment's total
         // point count so `iter_falses()` returns points that are missing from payload
         // storage (e.g. after `clear_payload`), matching the regular "no value" points.
         // Bug: <https://github.com/qdrant/qdrant/issues/8723>
-        let total_point_count = id_tracker_borrow.total_point_count();
-        builders.push(selector.null_builder(field, payload_schema, total_point_count)?);
-
-        for index in &mut builders {
-            index.init()?;
-            if !self.journaled {
-                index.disable_journal();
-            }
-        }
-
-        payload_storage.iter(|point_id, point_payload| {
-            if id_tracker_borrow.is_deleted_point(point_id) {
-                return Ok(true);
-            }
-            for builder in &mut builders {
-                let values = point_payload.get_value(builder.input_path(field));
-                builder.add_point(point_id, &values)?;
-            }
-            Ok(true)
-        })?;
-
-        builders
-            .into_iter()
-            .map(|builder| builder.finalize())
-            .collect()
-    }
-
-    /// [`StructPayloadIndex::build_field_indexes`] for several fields in one pass over the
-    /// payloads (vendored addition, see `PATCHED.md`): reading and deserialising every payload
-    /// once per field was most of a segment rewrite's CPU with five indexed fields. The indexes
-    /// are returned in the order of `fields`, each exactly what `build_field_indexes` builds.
-    pub fn build_fields_indexes(
-        &self,
-        fields: &[(PayloadKeyType, PayloadFieldSchema)],
-    ) -> OperationResult<Vec<Vec<FieldIndex>>> {
-        for (field, _) in fields {
-            wipe_field_dirs(&self.path, field)?;
-        }
-
-        // Durability of what this reads is the caller's, as in `build_field_indexes`.
-        let payload_storage = self.payload.borrow();
-        let id_tracker_borrow = self.id_tracker.borrow();
-        let deleted = id_tracker_borrow.deleted_point_bitslice();
         let total_point_count = id_tracker_borrow.total_point_count();
 
         let mut per_field = Vec::with_capacity(fields.len());
