@@ -2,14 +2,25 @@
 //! returned to a bounded channel (dropped when it is full, see
 //! `Engine::search`); one task drains it and writes the counts.
 //!
-//! Under load many searches end between two writes: the task takes every
-//! message waiting (up to [`MAX_DRAIN`]) and writes them as few statements
-//! as the counts allow — ids seen once in one statement, ids seen twice in a
-//! second one, and so on (`record_access` adds one per statement) — with the
-//! latest time, instead of one write per search. Counts stay exact;
-//! `last_accessed_at` is the newest search of the drained set.
+//! The task gathers the searches of up to [`GATHER`] after the first one
+//! (at most [`MAX_DRAIN`]; a flush ends the round at once) and writes them
+//! as few statements as the counts allow — ids seen once in one statement,
+//! ids seen twice in a second one, and so on (`record_access` adds one per
+//! statement) — with the latest time, instead of one write per search.
+//! Counts stay exact; `last_accessed_at` is the newest search of the
+//! round, written at most [`GATHER`] late.
+//!
+//! Why gather over time and not only what is waiting: on SQLite every
+//! commit changes the WAL, and a reader whose next transaction sees a
+//! changed WAL drops its page cache and unmaps its whole memory map
+//! (`pagerBeginReadTransaction`). With one write per search, every search's
+//! hydration re-faulted the pages it read: about half of hydration's time
+//! was `munmap`, page faults and `pread` of WAL frames, and each write was
+//! an fsync (`synchronous = FULL`). Gathered, the reads of a second share
+//! one view of the file.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
@@ -19,6 +30,9 @@ use crate::store::MemoryStore;
 
 /// Most searches merged into one round of writes.
 pub const MAX_DRAIN: usize = 256;
+
+/// How long a round gathers searches after its first one.
+pub const GATHER: Duration = Duration::from_secs(1);
 
 /// One search's returned ids and its time.
 pub type Access = (Vec<Uuid>, DateTime<Utc>);
@@ -36,6 +50,7 @@ pub enum Message {
 /// Runs until the channel closes.
 pub async fn record(store: std::sync::Arc<dyn MemoryStore>, mut rx: mpsc::Receiver<Message>) {
     while let Some(first) = rx.recv().await {
+        let deadline = tokio::time::Instant::now() + GATHER;
         let mut drained = Vec::new();
         let mut flushes = Vec::new();
         let mut next = Some(first);
@@ -50,7 +65,12 @@ pub async fn record(store: std::sync::Arc<dyn MemoryStore>, mut rx: mpsc::Receiv
                 }
             }
             if drained.len() < MAX_DRAIN {
-                next = rx.try_recv().ok();
+                // The next search of the round, until the time is up or the
+                // channel closes.
+                next = tokio::time::timeout_at(deadline, rx.recv())
+                    .await
+                    .ok()
+                    .flatten();
             }
         }
         for (ids, at) in merge(drained) {
