@@ -11,6 +11,7 @@ pub mod error;
 pub mod hashing;
 pub mod onnx;
 mod pool;
+mod session;
 
 pub use error::EmbedError;
 

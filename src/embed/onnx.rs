@@ -1,4 +1,5 @@
-//! The ONNX embedder (fastembed + ONNX Runtime, loaded dynamically).
+//! The ONNX embedder (ONNX Runtime, loaded dynamically; one tokenizer for
+//! all its sessions, see [`super::session`]).
 //!
 //! # Assets
 //! [`OnnxEmbedder::load`] reads everything from an asset root (see
@@ -22,8 +23,8 @@
 //! (`session.intra_op.allow_spinning = 0`): on a small shared machine spinning
 //! threads steal CPU from everything else and more than doubled single-query
 //! latency in measurements. Parallelism comes from a pool of sessions
-//! ([`super::pool`]), each behind a mutex because fastembed's `embed` takes
-//! `&mut self`: *bulk* sessions (default one per core) and one session
+//! ([`super::pool`]), each behind a mutex because ONNX Runtime's `run` takes
+//! `&mut self` in `ort`; a batch is tokenised before its session is taken: *bulk* sessions (default one per core) and one session
 //! *reserved* for queries. `embed_passages` sorts its texts by length, cuts
 //! them into batches of [`EmbedderOptions::batch_size`] and embeds the
 //! batches on every bulk session at once (restoring the caller's order); a
@@ -41,15 +42,14 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use fastembed::{
-    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
-};
+use fastembed::{Pooling, TokenizerFiles};
 use ort::environment::Environment;
 use parking_lot::Mutex;
 
 use super::assets::{self, AssetPaths, ModelSpec, PoolingKind};
 use super::error::{bad_output, EmbedError};
 use super::pool::{self, Pool};
+use super::session::{load_tokenizer, Encoded, ModelSession};
 use super::Embedder;
 use crate::domain::script::is_cjk;
 use crate::error::{Error, Result};
@@ -107,7 +107,7 @@ pub fn default_pool_size() -> usize {
 /// Real embeddings from an ONNX model; vectors are L2-normalised.
 pub struct OnnxEmbedder {
     model: &'static ModelSpec,
-    sessions: Pool<TextEmbedding>,
+    sessions: Pool<ModelSession>,
     batch_size: usize,
     queries: Option<QueryCache>,
     /// The vocabulary's unknown token (`[UNK]`, `<unk>`), if it has one.
@@ -243,25 +243,20 @@ impl OnnxEmbedder {
 
         let pool_size = options.pool_size.max(1);
         let threads = options.threads_per_session.max(1);
+        // One tokenizer for every session (`session.rs` says why).
+        let tokenizer = load_tokenizer(&tokenizer_files, model.max_length)?;
         let mut sessions = Vec::with_capacity(pool_size + options.query_sessions);
         for _ in 0..pool_size + options.query_sessions {
-            let user_model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer_files.clone())
-                .with_pooling(pooling.clone());
-            let init = InitOptionsUserDefined::new()
-                .with_environment(env.clone())
-                .with_max_length(model.max_length)
-                .with_intra_threads(threads)
-                .with_session_config("session.intra_op.allow_spinning", "0");
-            let session =
-                TextEmbedding::try_new_from_user_defined(user_model, init).map_err(|e| {
+            sessions.push(
+                ModelSession::new(&env, &onnx, threads, pooling.clone()).map_err(|e| {
                     EmbedError::Model {
                         context: format!("loading model {}", model.model_id),
                         source: e.into(),
                     }
-                })?;
-            sessions.push(session);
+                })?,
+            );
         }
-        let tokenizer = sessions[0].tokenizer.clone();
+        drop(onnx);
         let unk_id = tokenizer
             .token_to_id("[UNK]")
             .or_else(|| tokenizer.token_to_id("<unk>"));
@@ -275,7 +270,7 @@ impl OnnxEmbedder {
             tokenizer,
         };
         // Catch a wrong graph (output size) now rather than at the first request.
-        let probe = embedder.run(&mut embedder.sessions.query(), vec!["probe".to_string()])?;
+        let probe = embedder.run(|| embedder.sessions.query(), vec!["probe".to_string()])?;
         if probe[0].len() != model.dim {
             return Err(bad_output(format!(
                 "model {} produced {} dimensions, expected {}",
@@ -311,13 +306,22 @@ impl OnnxEmbedder {
         Ok(encoding.get_ids().to_vec())
     }
 
-    /// Runs one batch on `session`.
-    fn run(&self, session: &mut TextEmbedding, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+    /// Tokenises `texts`, then runs them on the session `take` gives (taken
+    /// only for the model call).
+    fn run<S: std::ops::DerefMut<Target = ModelSession>>(
+        &self,
+        take: impl FnOnce() -> S,
+        texts: Vec<String>,
+    ) -> Result<Vec<Vec<f32>>> {
         let count = texts.len();
-        let mut vectors = session.embed(texts, None).map_err(|e| EmbedError::Model {
-            context: "embedding a batch".into(),
-            source: e.into(),
-        })?;
+        let batch = Encoded::new(&self.tokenizer, texts)?;
+        if batch.len() != count {
+            return Err(bad_output(format!(
+                "the tokenizer returned {} encodings for {count} texts",
+                batch.len()
+            )));
+        }
+        let mut vectors = take().run(batch)?;
         if vectors.len() != count {
             return Err(bad_output(format!(
                 "model returned {} vectors for {count} texts",
@@ -384,7 +388,7 @@ impl Embedder for OnnxEmbedder {
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let embed = || {
             let text = format!("{}{text}", self.model.query_prefix);
-            let mut out = self.run(&mut self.sessions.query(), vec![text])?;
+            let mut out = self.run(|| self.sessions.query(), vec![text])?;
             Ok(out.pop().expect("one vector per text"))
         };
         match &self.queries {
@@ -422,10 +426,9 @@ impl Embedder for OnnxEmbedder {
                 .iter()
                 .map(|t| format!("{}{t}", self.model.passage_prefix))
                 .collect();
-            // The session is taken after the texts are ready, and only for
-            // the model call.
-            let mut session = self.sessions.bulk();
-            self.run(&mut session, batch)
+            // The session is taken after the texts are tokenised, and only
+            // for the model call.
+            self.run(|| self.sessions.bulk(), batch)
         })
     }
 }
@@ -452,6 +455,95 @@ mod tests {
 
     fn dot(a: &[f32], b: &[f32]) -> f32 {
         a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    /// The sessions of `session.rs` give fastembed's vectors (what every
+    /// index was built with until they replaced it): the same token ids and,
+    /// batch for batch, the same vectors, on English, Chinese and mixed text,
+    /// for both models. One tokenizer now serves every session.
+    #[test]
+    fn vectors_and_token_ids_are_fastembeds() {
+        use fastembed::{InitOptionsUserDefined, TextEmbedding, UserDefinedEmbeddingModel};
+        let texts: Vec<String> = [
+            "The user prefers green tea in the morning.",
+            "我对花生过敏，不吃香菜。",
+            "Meeting with 王经理 next Tuesday about the Q3 report",
+            "ok",
+            "A much longer sentence about a dentist appointment that was moved from \
+             Monday to Friday because the clinic was closed for the public holiday.",
+        ]
+        .iter()
+        .map(|t| format!("passage: {t}"))
+        .collect();
+        let paths = test_assets();
+        for model in [&assets::MINILM_L6_V2, &assets::MULTILINGUAL_E5_SMALL] {
+            let ours = OnnxEmbedder::load(
+                &paths,
+                EmbedderOptions {
+                    model,
+                    pool_size: 1,
+                    query_sessions: 1,
+                    query_cache_size: 0,
+                    ..EmbedderOptions::default()
+                },
+            )
+            .expect("the real embedder loads from the test assets");
+            let read = |name: &str| std::fs::read(paths.model_file(model, name)).unwrap();
+            let files = TokenizerFiles {
+                tokenizer_file: read(model.tokenizer_file),
+                config_file: read(model.config_file),
+                special_tokens_map_file: read(model.special_tokens_map_file),
+                tokenizer_config_file: read(model.tokenizer_config_file),
+            };
+            let pooling = match model.pooling {
+                PoolingKind::Mean => Pooling::Mean,
+                PoolingKind::Cls => Pooling::Cls,
+            };
+            let mut theirs = TextEmbedding::try_new_from_user_defined(
+                UserDefinedEmbeddingModel::new(read(model.onnx_file), files).with_pooling(pooling),
+                InitOptionsUserDefined::new()
+                    .with_environment(init_runtime(&paths.runtime_lib()).unwrap())
+                    .with_max_length(model.max_length)
+                    .with_intra_threads(1)
+                    .with_session_config("session.intra_op.allow_spinning", "0"),
+            )
+            .unwrap();
+            let ids = |t: &tokenizers::Tokenizer| -> Vec<Vec<u32>> {
+                t.encode_batch(texts.clone(), true)
+                    .unwrap()
+                    .iter()
+                    .map(|e| e.get_ids().to_vec())
+                    .collect()
+            };
+            assert_eq!(
+                ids(&ours.tokenizer),
+                ids(&theirs.tokenizer),
+                "{}",
+                model.name
+            );
+            // One batch each way (the int8 graphs quantise per call), and each
+            // text alone.
+            let mut batches = vec![texts.clone()];
+            batches.extend(texts.iter().map(|t| vec![t.clone()]));
+            for batch in batches {
+                let a = ours.run(|| ours.sessions.query(), batch.clone()).unwrap();
+                let b = theirs.embed(batch.clone(), None).unwrap();
+                assert_eq!(a.len(), b.len());
+                for (x, mut y) in a.into_iter().zip(b) {
+                    l2_normalise(&mut y);
+                    let worst = x
+                        .iter()
+                        .zip(&y)
+                        .map(|(p, q)| (p - q).abs())
+                        .fold(0.0, f32::max);
+                    assert!(
+                        worst <= 1e-6,
+                        "{}: {batch:?} differs from fastembed by {worst}",
+                        model.name
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -50,38 +50,52 @@ pub enum Message {
 /// Runs until the channel closes.
 pub async fn record(store: std::sync::Arc<dyn MemoryStore>, mut rx: mpsc::Receiver<Message>) {
     while let Some(first) = rx.recv().await {
-        let deadline = tokio::time::Instant::now() + GATHER;
-        let mut drained = Vec::new();
-        let mut flushes = Vec::new();
-        let mut next = Some(first);
-        while let Some(message) = next.take() {
-            match message {
-                Message::Access(a) => drained.push(a),
-                // Nothing after a flush joins this round: its answer must
-                // not wait for later searches.
-                Message::Flush(done) => {
-                    flushes.push(done);
-                    break;
-                }
-            }
-            if drained.len() < MAX_DRAIN {
-                // The next search of the round, until the time is up or the
-                // channel closes.
-                next = tokio::time::timeout_at(deadline, rx.recv())
-                    .await
-                    .ok()
-                    .flatten();
-            }
-        }
-        for (ids, at) in merge(drained) {
+        let round = gather(first, &mut rx, GATHER).await;
+        for (ids, at) in merge(round.accesses) {
             if let Err(e) = store.record_access(&ids, at).await {
                 tracing::warn!(error = %e, "recording access failed");
             }
         }
-        for done in flushes {
+        for done in round.flushes {
             let _ = done.send(());
         }
     }
+}
+
+/// What one round writes, and the flushes it answers once written.
+struct Round {
+    accesses: Vec<Access>,
+    flushes: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// The round that starts with `first`: the messages of the next `window`
+/// ([`GATHER`]), at most [`MAX_DRAIN`] searches; a flush or the channel's
+/// end closes it at once.
+async fn gather(first: Message, rx: &mut mpsc::Receiver<Message>, window: Duration) -> Round {
+    let deadline = tokio::time::Instant::now() + window;
+    let mut round = Round {
+        accesses: Vec::new(),
+        flushes: Vec::new(),
+    };
+    let mut next = Some(first);
+    while let Some(message) = next.take() {
+        match message {
+            Message::Access(a) => round.accesses.push(a),
+            // Nothing after a flush joins this round: its answer must not
+            // wait for later searches.
+            Message::Flush(done) => {
+                round.flushes.push(done);
+                break;
+            }
+        }
+        if round.accesses.len() < MAX_DRAIN {
+            next = tokio::time::timeout_at(deadline, rx.recv())
+                .await
+                .ok()
+                .flatten();
+        }
+    }
+    round
 }
 
 /// The writes that add each id's number of occurrences: statement *k* holds
@@ -114,6 +128,68 @@ pub fn merge(drained: Vec<Access>) -> Vec<Access> {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    fn access(n: u128) -> Message {
+        Message::Access((vec![Uuid::from_u128(n)], Utc::now()))
+    }
+
+    /// A round takes what arrives within its window of the first search,
+    /// not only what was waiting; a flush ends it at once; `MAX_DRAIN` caps
+    /// it. (Real time: the sends are hundreds of ms from the window's end.)
+    #[tokio::test]
+    async fn a_round_gathers_the_searches_of_its_window() {
+        let window = Duration::from_millis(600);
+        let (tx, mut rx) = mpsc::channel(4096);
+        let sender = tokio::spawn({
+            let tx = tx.clone();
+            async move {
+                for (n, after_ms) in [(2, 50), (3, 100), (4, 1350)] {
+                    tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                    tx.send(access(n)).await.unwrap();
+                }
+            }
+        });
+        let started = tokio::time::Instant::now();
+        let round = gather(access(1), &mut rx, window).await;
+        let took = started.elapsed();
+        // Searches at 0.05 and 0.15 s joined; the one at 1.5 s did not.
+        let ids: Vec<u128> = round.accesses.iter().map(|(i, _)| i[0].as_u128()).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        assert!(took >= window, "{took:?}");
+        sender.await.unwrap();
+        let Some(first) = rx.recv().await else {
+            panic!("the fourth search")
+        };
+        let (done, answered) = tokio::sync::oneshot::channel();
+        tx.send(Message::Flush(done)).await.unwrap();
+        tx.send(access(5)).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let round = gather(first, &mut rx, Duration::from_secs(5)).await;
+        assert_eq!(round.accesses.len(), 1, "the search after the flush waits");
+        assert_eq!(round.flushes.len(), 1);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a flush ends the round"
+        );
+        drop(round);
+        assert!(answered.await.is_err(), "dropped unanswered here");
+        let Some(first) = rx.recv().await else {
+            panic!("the fifth search")
+        };
+        for n in 0..MAX_DRAIN as u128 + 10 {
+            tx.send(access(100 + n)).await.unwrap();
+        }
+        let round = gather(first, &mut rx, Duration::from_secs(5)).await;
+        assert_eq!(round.accesses.len(), MAX_DRAIN);
+        drop(tx);
+        let first = rx.recv().await.unwrap();
+        let rest = gather(first, &mut rx, Duration::from_secs(5)).await;
+        assert_eq!(
+            rest.accesses.len(),
+            11,
+            "the channel's end closes the round"
+        );
+    }
 
     #[test]
     fn merged_writes_add_each_ids_count_at_the_latest_time() {
