@@ -2,7 +2,8 @@
 # One node at scale (issue 15): USERS users with PER_USER long-term memories
 # each plus REFERENCE reference chunks (default 100,000 × 8 + 200,000: a
 # million memories), on the embedded defaults (SQLite + qdrant-edge + tantivy,
-# real MiniLM), release binary, wrk on loopback. Reports, in order:
+# the default model, multilingual-e5-small, unless MNEMO_EMBEDDING_MODEL names
+# another), release binary, wrk on loopback. Reports, in order:
 #   - ingest time (`mnemo ingest`) and the data directory's size per store;
 #   - start-up time to /readyz after the ingest, RSS after start;
 #   - REST `POST /v1/search` for a random user at 1 and 16 connections:
