@@ -84,10 +84,23 @@ pub struct SearchStages {
     pub vector_ms: f64,
     /// Fusing the two candidate lists.
     pub fuse_ms: f64,
-    /// Reading the candidates from the store and re-checking their scope.
+    /// Reading the candidates from the store and re-checking their scope:
+    /// the lexical leg's candidates are read while the query is embedded,
+    /// so part of this overlaps the embedding.
     pub hydrate_ms: f64,
     /// Decay, importance and the final cut to `top_k`.
     pub rank_ms: f64,
+}
+
+/// What the lexical leg found, and its candidates read from the store.
+#[derive(Default)]
+struct LexicalLeg {
+    hits: Candidates,
+    search_ms: f64,
+    terms: Option<QueryTerms>,
+    /// The candidates as the store holds them (not yet checked for scope).
+    memories: HashMap<Uuid, crate::domain::Memory>,
+    hydrate_ms: f64,
 }
 
 /// What the vector leg found, and what fusion needs to know about it.
@@ -158,21 +171,35 @@ impl Engine {
         }
 
         let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
+        let now = self.0.clock.now();
+        // The lexical leg ends long before the query is embedded, so its
+        // candidates are read from the store meanwhile, on the other core;
+        // after the vector leg only its own new candidates are read.
         let lexical_leg = async {
             if req.legs == Legs::Vector {
-                return Ok((Vec::new(), 0.0, None));
+                return Ok(LexicalLeg::default());
             }
             let lexical = self.0.lexical.clone();
             let (q, f) = (query.clone(), filter.clone());
             let drop_stop_words = params.query_stop_words;
-            blocking(move || {
+            let (hits, search_ms, terms) = blocking(move || {
                 let t = Instant::now();
                 let tokens = crate::lexical::analyzer::query_tokens(&q, drop_stop_words);
                 let hits = lexical.search_tokens(&tokens, &f, n)?;
                 let terms = lexical.query_terms(tokens)?;
                 Ok((hits, ms_since(t), terms))
             })
-            .await
+            .await?;
+            let t = Instant::now();
+            let ids: Vec<Uuid> = hits.iter().map(|(id, _)| *id).collect();
+            let memories = self.0.store.get_many(&ids).await?;
+            Ok::<_, Error>(LexicalLeg {
+                hits,
+                search_ms,
+                terms,
+                memories,
+                hydrate_ms: ms_since(t),
+            })
         };
         let vector_leg = async {
             if req.legs == Legs::Lexical {
@@ -198,7 +225,13 @@ impl Engine {
             .await
         };
         let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
-        let (lexical, lexical_ms, terms): (Candidates, f64, Option<QueryTerms>) = lexical?;
+        let LexicalLeg {
+            hits: lexical,
+            search_ms: lexical_ms,
+            terms,
+            mut memories,
+            hydrate_ms: lexical_hydrate_ms,
+        } = lexical?;
         let VectorLeg {
             hits: mut vector,
             embed_ms,
@@ -220,13 +253,16 @@ impl Engine {
 
         // Every candidate is read from the store before fusion: the store is
         // the truth (scope is re-checked below), and the cross-script
-        // alignment reads each memory's script.
+        // alignment reads each memory's script. The lexical leg's are read.
         let t = Instant::now();
-        let mut ids: Vec<Uuid> = lexical.iter().chain(&vector).map(|(id, _)| *id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let now = self.0.clock.now();
-        let mut memories = self.0.store.get_many(&ids).await?;
+        let mut missing: Vec<Uuid> = vector
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| !memories.contains_key(id))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        memories.extend(self.0.store.get_many(&missing).await?);
         // The store is the truth: re-check scope, status and expiry there, so
         // that index lag can never return another user's or a deleted memory.
         let in_scope = |m: &crate::domain::Memory| {
@@ -241,7 +277,7 @@ impl Engine {
                     .all(|(k, v)| m.metadata.get(k) == Some(v))
         };
         memories.retain(|_, m| in_scope(m));
-        let hydrate_ms = ms_since(t);
+        let hydrate_ms = lexical_hydrate_ms + ms_since(t);
 
         // Cross-script alignment (`[embedding.<model>] cross_script_shift_*`):
         // a memory in the other script than the query is raised by the

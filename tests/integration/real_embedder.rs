@@ -66,6 +66,44 @@ async fn what_drink_does_the_user_like_finds_green_tea() {
     }
 }
 
+/// A hybrid search reads the lexical leg's candidates from the store while
+/// the query is embedded and the vector leg's own candidates after it: a
+/// memory only the vector leg finds (no word in common with the query) and
+/// one only the lexical leg finds are both hydrated and returned, each with
+/// its leg's score alone.
+#[tokio::test]
+async fn a_hybrid_search_hydrates_the_candidates_of_both_legs() {
+    let assets = ensure_assets();
+    let embedder =
+        OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::builder(dir.path())
+        .embedder(embedder)
+        .build()
+        .await
+        .unwrap()
+        .engine;
+    let texts = [
+        "The user prefers green tea",
+        "Pelicans nest on the cliffs by the harbour",
+        "The quarterly invoice is due on the fourth",
+    ];
+    let items = texts.iter().map(|t| long_term("u", t)).collect();
+    let added = engine.add(&Actor::local("t"), items, true).await.unwrap();
+    let mut req = SearchRequest::new(Scope::user("u"), "what drink does she enjoy? pelicans");
+    req.top_k = Some(3);
+    let hits = engine.search(req).await.unwrap().hits;
+    let hit = |id| hits.iter().find(|h| h.memory.id == id);
+    let tea = hit(added[0].id).unwrap_or_else(|| panic!("the tea memory is missing: {hits:#?}"));
+    assert_eq!(tea.memory.text, texts[0]);
+    assert!(tea.breakdown.bm25_score.is_none(), "{tea:#?}");
+    assert!(tea.breakdown.vector_similarity.is_some(), "{tea:#?}");
+    let pelicans =
+        hit(added[1].id).unwrap_or_else(|| panic!("the pelican memory is missing: {hits:#?}"));
+    assert_eq!(pelicans.memory.text, texts[1]);
+    assert!(pelicans.breakdown.bm25_score.is_some(), "{pelicans:#?}");
+}
+
 /// Switching from MiniLM to multilingual-e5-small: opening the index with the
 /// other model is refused until `reindex`, which re-embeds everything; then a
 /// Chinese paraphrase that MiniLM cannot see finds its memory.
