@@ -35,8 +35,9 @@ pub fn ensure_assets() -> PathBuf {
     dir
 }
 
-#[tokio::test]
-async fn what_drink_does_the_user_like_finds_green_tea() {
+/// An engine on the default policy's real embedder, in a temporary directory
+/// (kept alive by the returned guard).
+async fn default_engine() -> (Engine, tempfile::TempDir) {
     let assets = ensure_assets();
     let embedder =
         OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
@@ -47,6 +48,12 @@ async fn what_drink_does_the_user_like_finds_green_tea() {
         .await
         .unwrap()
         .engine;
+    (engine, dir)
+}
+
+#[tokio::test]
+async fn what_drink_does_the_user_like_finds_green_tea() {
+    let (engine, _dir) = default_engine().await;
     let texts = [
         "The user prefers green tea",
         "The user's car is a blue hatchback",
@@ -73,16 +80,7 @@ async fn what_drink_does_the_user_like_finds_green_tea() {
 /// its leg's score alone.
 #[tokio::test]
 async fn a_hybrid_search_hydrates_the_candidates_of_both_legs() {
-    let assets = ensure_assets();
-    let embedder =
-        OnnxEmbedder::for_policy(&assets, &Policy::default()).expect("real embedder loads");
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::builder(dir.path())
-        .embedder(embedder)
-        .build()
-        .await
-        .unwrap()
-        .engine;
+    let (engine, _dir) = default_engine().await;
     let texts = [
         "The user prefers green tea",
         "Pelicans nest on the cliffs by the harbour",
