@@ -173,8 +173,8 @@ impl Engine {
         let params = req.ranking.clone().unwrap_or_else(|| policy.ranking());
         let now = self.0.clock.now();
         // The lexical leg ends long before the query is embedded, so its
-        // candidates are read from the store meanwhile, on the other core;
-        // after the vector leg only its own new candidates are read.
+        // candidates are read from the store meanwhile (on another blocking
+        // thread); after the vector leg only its own new candidates are read.
         let lexical_leg = async {
             if req.legs == Legs::Vector {
                 return Ok(LexicalLeg::default());
@@ -253,7 +253,8 @@ impl Engine {
 
         // Every candidate is read from the store before fusion: the store is
         // the truth (scope is re-checked below), and the cross-script
-        // alignment reads each memory's script. The lexical leg's are read.
+        // alignment reads each memory's script. The lexical leg's were read
+        // during the embedding; here only the vector leg's new ones.
         let t = Instant::now();
         let mut missing: Vec<Uuid> = vector
             .iter()
