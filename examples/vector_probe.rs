@@ -9,7 +9,9 @@
 //! MNEMO_ASSETS_DIR=… cargo run --release --example vector_probe -- \
 //!     --dir <copy of a data dir's vectors/> --users 100000 --queries 200
 //! ```
-//! `--queries-file F` searches with real queries (JSON lines, `text`)
+//! `--evict-mb N` writes over N MB before each timed query (the CPU
+//! caches as a query's embedding leaves them). `--owner NAME` searches that user only (`bench-user` on
+//! `scripts/rest-bench.sh`'s deployment). `--queries-file F` searches with real queries (JSON lines, `text`)
 //! instead of synthetic ones. `--hnsw M,PAYLOAD_M` first switches the shard's graph configuration and
 //! times the engine's rebuild of it (`--hnsw 0,16`: per-owner graphs, what
 //! `vector::edge` builds now); `--erase uN` ends with one user's delete and
@@ -198,6 +200,9 @@ fn main() -> anyhow::Result<()> {
             .collect()
     });
     let n = texts.as_ref().map_or(n, Vec::len);
+    // `--owner NAME`: every query searches this user (scripts/rest-bench.sh's
+    // deployment is one user, `bench-user`) instead of `u0` … `u<users-1>`.
+    let owner = value("--owner");
     let cases: Vec<(Vec<f32>, Owner)> = (0..n)
         .map(|i| {
             let q = texts.as_ref().map_or_else(
@@ -213,7 +218,12 @@ fn main() -> anyhow::Result<()> {
             let v = embedder.embed_query(&q).expect("embedding");
             (
                 v,
-                Owner::user("default", &format!("u{}", (i * 7919) % users)),
+                Owner::user(
+                    "default",
+                    &owner
+                        .clone()
+                        .unwrap_or_else(|| format!("u{}", (i * 7919) % users)),
+                ),
             )
         })
         .collect();
@@ -279,6 +289,13 @@ fn main() -> anyhow::Result<()> {
             ef: Some(1024),
         },
         Plan {
+            name: "per clause, ACORN, ef 128",
+            split: true,
+            acorn: true,
+            exact: false,
+            ef: Some(128),
+        },
+        Plan {
             name: "per clause, ACORN, ef 256",
             split: true,
             acorn: true,
@@ -289,12 +306,21 @@ fn main() -> anyhow::Result<()> {
     ];
     println!("payload schema: {:?}", info.payload_schema);
     let rounds: usize = value("--rounds").map_or(1, |v| v.parse().expect("--rounds"));
+    // `--evict-mb N`: before each timed query, write over N MB, as a
+    // search's query embedding does to the CPU caches (the model's weights
+    // and activations) just before its vector leg runs.
+    let mut evict =
+        vec![0u8; value("--evict-mb").map_or(0, |v| v.parse().expect("--evict-mb")) << 20];
     for round in 0..rounds {
         for plan in plans {
             let mut ms = Vec::with_capacity(n);
             let mut found = 0usize;
             let mut wanted = 0usize;
             for ((v, u), want) in cases.iter().zip(&truth) {
+                for (i, b) in evict.iter_mut().enumerate().step_by(64) {
+                    *b = b.wrapping_add(i as u8);
+                }
+                std::hint::black_box(&evict);
                 let t = Instant::now();
                 let got = run(&shard, v, u, &reference, limit, plan);
                 ms.push(t.elapsed().as_secs_f64() * 1e3);
