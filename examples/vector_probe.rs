@@ -10,8 +10,9 @@
 //!     --dir <copy of a data dir's vectors/> --users 100000 --queries 200
 //! ```
 //! `--evict-mb N` writes over N MB before each timed query (the CPU
-//! caches as a query's embedding leaves them). `--owner NAME` searches that user only (`bench-user` on
-//! `scripts/rest-bench.sh`'s deployment). `--queries-file F` searches with real queries (JSON lines, `text`)
+//! caches as a query's embedding leaves them). `--owner NAME` searches
+//! that user only (`bench-user` on `scripts/rest-bench.sh`'s deployment).
+//! `--queries-file F` searches with real queries (JSON lines, `text`)
 //! instead of synthetic ones. `--hnsw M,PAYLOAD_M` first switches the shard's graph configuration and
 //! times the engine's rebuild of it (`--hnsw 0,16`: per-owner graphs, what
 //! `vector::edge` builds now); `--erase uN` ends with one user's delete and
@@ -200,8 +201,6 @@ fn main() -> anyhow::Result<()> {
             .collect()
     });
     let n = texts.as_ref().map_or(n, Vec::len);
-    // `--owner NAME`: every query searches this user (scripts/rest-bench.sh's
-    // deployment is one user, `bench-user`) instead of `u0` … `u<users-1>`.
     let owner = value("--owner");
     let cases: Vec<(Vec<f32>, Owner)> = (0..n)
         .map(|i| {
@@ -306,9 +305,6 @@ fn main() -> anyhow::Result<()> {
     ];
     println!("payload schema: {:?}", info.payload_schema);
     let rounds: usize = value("--rounds").map_or(1, |v| v.parse().expect("--rounds"));
-    // `--evict-mb N`: before each timed query, write over N MB, as a
-    // search's query embedding does to the CPU caches (the model's weights
-    // and activations) just before its vector leg runs.
     let mut evict =
         vec![0u8; value("--evict-mb").map_or(0, |v| v.parse().expect("--evict-mb")) << 20];
     for round in 0..rounds {
