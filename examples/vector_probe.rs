@@ -26,9 +26,11 @@ use std::time::Instant;
 use mnemo::domain::{Owner, Tier};
 use mnemo::embed::onnx::OnnxEmbedder;
 use qdrant_edge::{
-    AcornSearchParams, Condition, EdgeOptimizersConfig, EdgeShard, FieldCondition, Filter,
-    HnswIndexConfig, JsonPath, Match, NamedQuery, PointId, PointOperations, QueryEnum,
-    QueryRequest, ScoringQuery, SearchParams, UpdateOperation, WithPayloadInterface, WithVector,
+    AcornSearchParams, Condition, EdgeConfig, EdgeOptimizersConfig, EdgeShard, FieldCondition,
+    Filter, HnswIndexConfig, JsonPath, Match, Memory, NamedQuery, PointId, PointOperations,
+    QuantizationConfig, QuantizationSearchParams, QueryEnum, QueryRequest,
+    ScalarQuantizationConfig, ScalarType, ScoringQuery, SearchParams, UpdateOperation,
+    WithPayloadInterface, WithVector,
 };
 
 #[path = "common/args.rs"]
@@ -87,6 +89,13 @@ fn query(shard: &EdgeShard, v: &[f32], f: Filter, limit: usize, plan: Plan) -> V
                 enable: plan.acorn,
                 max_selectivity: None,
             }),
+            // Scores from the originals, as the service's thresholds and
+            // fusion expect; no effect on an index without quantisation.
+            quantization: Some(QuantizationSearchParams {
+                ignore: false,
+                rescore: Some(true),
+                oversampling: value("--oversampling").map(|v| v.parse().expect("--oversampling")),
+            }),
             ..SearchParams::default()
         }),
         with_vector: WithVector::Bool(false),
@@ -143,7 +152,28 @@ fn main() -> anyhow::Result<()> {
     println!("queries embedded by {}", policy.embedding.model);
     let embedder = OnnxEmbedder::for_policy(&assets, &policy)?;
     let t = Instant::now();
-    let shard = EdgeShard::load(dir.as_ref(), None)?;
+    // `--quantize`: int8 scalar quantisation for the graph walk, with the
+    // best candidates rescored on the originals; the engine's config-mismatch
+    // optimiser builds it (timed) before the plans.
+    let quantize = std::env::args().any(|a| a == "--quantize");
+    let config = quantize.then(|| {
+        EdgeConfig::builder()
+            .quantization_config(QuantizationConfig::from(ScalarQuantizationConfig {
+                r#type: ScalarType::Int8,
+                quantile: Some(0.99),
+                #[allow(deprecated)]
+                always_ram: None,
+                memory: Some(Memory::Pinned),
+            }))
+            .build()
+    });
+    let shard = EdgeShard::load(dir.as_ref(), config)?;
+    if quantize {
+        let t = Instant::now();
+        while shard.optimize()? {}
+        shard.flush()?;
+        println!("quantised in {:.1} s", t.elapsed().as_secs_f64());
+    }
     let info = shard.info()?;
     println!(
         "loaded {} points in {} segments in {:.1} s",

@@ -247,7 +247,7 @@ impl EdgeVectorIndex {
         // own top 10 in 3 of 12 runs.
         // Locked before it has a shard: after the swap it is the index's lock.
         let next_lock = lock_dir(&next)?;
-        let target = open_shard(&next, self.dim, shard_config(self.dim, self.tuning))?;
+        let (target, _) = open_shard(&next, self.dim, shard_config(self.dim, self.tuning))?;
         // Copy while the old shard keeps serving.
         let mut points = 0;
         let mut offset = None;
@@ -335,7 +335,9 @@ impl EdgeVectorIndex {
             .map_err(|e| io("cannot move", &self.dir, e))
             .and_then(|()| recover(&self.dir));
         // Whatever happened, open what is there now, so the index stays usable.
-        let reopened = open_shard(&self.dir, self.dim, shard_config(self.dim, self.tuning));
+        // A swapped-in directory was created with the current vector layout.
+        let reopened = open_shard(&self.dir, self.dim, shard_config(self.dim, self.tuning))
+            .map(|(shard, _)| shard);
         match reopened {
             Ok(shard) => {
                 *guard = Some(shard);
@@ -536,7 +538,7 @@ pub(super) mod tests {
             .map(|_| thread_point(&mut rng, &alice(), "raw-thread-QX42"))
             .collect();
         {
-            let shard = open_shard(&dir, 16, shard_config(16, Tuning::default())).unwrap();
+            let (shard, _) = open_shard(&dir, 16, shard_config(16, Tuning::default())).unwrap();
             let raw: Vec<PointStructPersisted> = pts
                 .iter()
                 .map(|p| {
@@ -658,7 +660,7 @@ pub(super) mod tests {
         {
             let mut config = shard_config(16, Tuning::default());
             config.wal_enabled = None;
-            let shard = open_shard(&old, 16, config).unwrap();
+            let (shard, _) = open_shard(&old, 16, config).unwrap();
             assert!(shard.config().wal_enabled());
             let raw: Vec<PointStructPersisted> = pts
                 .iter()
