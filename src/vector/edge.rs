@@ -75,14 +75,16 @@
 //! or kind filters that select few of an owner's points (without it, a
 //! filtered top-10 could return 1 hit).
 //!
-//! **Vectors are quantised.** Each segment with a graph also holds an int8
-//! copy of its vectors (Qdrant's scalar quantisation, [`quantization`]),
+//! **Vectors are quantised** in the reference partition (not the users
+//! partition, whose segments an erasure rewrites: [`Tuning::unquantized`]).
+//! Each segment with a graph also holds an int8 copy of its vectors
+//! (Qdrant's scalar quantisation, [`quantization`]),
 //! pinned in RAM: a search walks the graph on those 384-byte copies and
 //! rescores the best [`OVERSAMPLING`] × limit candidates with the f32
 //! originals, so the scores a search returns are exact cosines (fusion and
 //! the similarity thresholds depend on them). The originals are mapped from
-//! disk without being preloaded (`memory: cold`): a search reads only the
-//! few it rescores. The vector leg in the service is mostly cache misses
+//! disk without being preloaded (`memory: cold`, in both partitions): a
+//! search reads only the few it rescores. The vector leg in the service is mostly cache misses
 //! after the query's embedding has streamed the model through L3 (README,
 //! "Why the vector leg costs three times the engine's own search"); a
 //! quarter of the bytes per visited node is what this buys. A shard created
@@ -599,6 +601,13 @@ struct Tuning {
     /// `None`: the engine's default (256 MB per indexing thread) and no
     /// optimising on the write path.
     segment_cap_kb: Option<usize>,
+    /// No int8 copies of the vectors (see the module docs): the users
+    /// partition's. Its clauses are mostly a few points scored exactly, and
+    /// an erasure rewrites its segments, which with the copies took a
+    /// forget-all at 100k memories from 0.43–0.49 to 0.51–0.72 s (README,
+    /// "Quantised vectors"); the reference partition's large graphs are
+    /// where the copies pay.
+    unquantized: bool,
 }
 
 #[cfg(test)]
@@ -611,6 +620,7 @@ impl Tuning {
             full_scan_threshold_kb: Some(1),
             segments: None,
             segment_cap_kb: None,
+            unquantized: false,
         }
     }
 }
@@ -623,12 +633,14 @@ fn shard_config(dim: usize, tuning: Tuning) -> EdgeConfig {
                 .memory(ORIGINALS)
                 .build(),
         )
-        .quantization_config(quantization())
         // No WAL: the store is the source of truth, writes count only once
         // `flush` returns, and reconciling repairs what a crash lost; see
         // the module docs.
         .wal_enabled(false)
         .max_search_threads(search_threads());
+    if !tuning.unquantized {
+        builder = builder.quantization_config(quantization());
+    }
     if tuning.indexing_threshold_kb.is_some()
         || tuning.segments.is_some()
         || tuning.segment_cap_kb.is_some()
@@ -776,7 +788,8 @@ fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<(EdgeSha
             Some(loaded) => Some(loaded.map_err(|e| engine(&context, e))?),
             None => None,
         };
-        let (layout, relaid) = vector_layout(persisted.as_ref(), dim);
+        let quantized = new_config.quantization_config.clone();
+        let (layout, relaid) = vector_layout(persisted.as_ref(), dim, quantized);
         let given = EdgeConfig {
             max_search_threads: Some(search_threads()),
             ..layout
@@ -827,17 +840,24 @@ fn open_shard(dir: &Path, dim: usize, new_config: EdgeConfig) -> Result<(EdgeSha
 }
 
 /// What an existing shard is given at load for its vectors: the int8 copies
-/// ([`quantization`]) and the originals' placement ([`ORIGINALS`]), and
+/// (`quantized`, when its partition has them: [`Tuning::unquantized`]) and
+/// the originals' placement ([`ORIGINALS`]), and
 /// whether that differs from what it `persisted` (its segments then hold
 /// the old layout until the engine's config-mismatch optimiser rewrites
 /// them at the next `optimize`; searches stay correct meanwhile, each
 /// segment searching with what it has). Vector parameters of another
 /// dimension are left alone, for `open_shard` to refuse with its message.
-fn vector_layout(persisted: Option<&EdgeConfig>, dim: usize) -> (EdgeConfig, bool) {
-    let mut layout = EdgeConfig::builder()
-        .quantization_config(quantization())
-        .build();
-    let mut relaid = persisted.is_some_and(|p| p.quantization_config != layout.quantization_config);
+fn vector_layout(
+    persisted: Option<&EdgeConfig>,
+    dim: usize,
+    quantized: Option<QuantizationConfig>,
+) -> (EdgeConfig, bool) {
+    let mut layout = EdgeConfig::builder().build();
+    let mut relaid = false;
+    if let Some(q) = quantized {
+        relaid = persisted.is_some_and(|p| p.quantization_config.as_ref() != Some(&q));
+        layout.quantization_config = Some(q);
+    }
     if let Some(p) = persisted {
         if p.vectors.get(DEFAULT_VECTOR_NAME).map(|v| v.size) == Some(dim) {
             let mut vectors = p.vectors.clone();

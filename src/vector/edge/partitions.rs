@@ -65,10 +65,11 @@ const SPLIT_COMPLETE: &str = "split.complete";
 pub(super) const USER_SEGMENT_CAP_KB: usize = 32_000;
 
 impl Tuning {
-    /// The users partition's: capped segments.
+    /// The users partition's: capped segments, no int8 copies.
     fn users() -> Self {
         Tuning {
             segment_cap_kb: Some(USER_SEGMENT_CAP_KB),
+            unquantized: true,
             ..Tuning::default()
         }
     }
@@ -400,6 +401,14 @@ mod tests {
         assert_eq!(idx.users.count_owner(&alice()).unwrap(), 30);
         assert_eq!(idx.reference.count_owner(&alice()).unwrap(), 0);
         assert_eq!(idx.entries().unwrap().len(), 120);
+        // Only the reference partition keeps int8 copies of its vectors
+        // (they are built with its graphs; an erasure rewrites the users').
+        let quantized = |p: &EdgeVectorIndex| {
+            p.with_shard(|shard| Ok(shard.config().quantization_config.is_some()))
+                .unwrap()
+        };
+        assert!(quantized(&idx.reference));
+        assert!(!quantized(&idx.users));
 
         // Alice's scope with the reference tier: her points and the
         // tenant's, never Bob's.
