@@ -78,18 +78,18 @@
 //! **Vectors are quantised** in the reference partition (not the users
 //! partition, whose segments an erasure rewrites: [`Tuning::unquantized`]).
 //! Each segment with a graph also holds an int8 copy of its vectors
-//! (Qdrant's scalar quantisation, [`quantization`]),
-//! pinned in RAM: a search walks the graph on those 384-byte copies and
-//! rescores the best [`OVERSAMPLING`] × limit candidates with the f32
-//! originals, so the scores a search returns are exact cosines (fusion and
-//! the similarity thresholds depend on them). The originals are mapped from
-//! disk without being preloaded (`memory: cold`, in both partitions): a
-//! search reads only the few it rescores. The vector leg in the service is mostly cache misses
-//! after the query's embedding has streamed the model through L3 (README,
-//! "Why the vector leg costs three times the engine's own search"); a
-//! quarter of the bytes per visited node is what this buys. A shard created
-//! without it is given it at open, and its segments are rebuilt by the next
-//! `optimize` (as for the graph above).
+//! (Qdrant's scalar quantisation, [`quantization`]), pinned in RAM: a
+//! search walks the graph on those 384-byte copies and rescores the best
+//! [`OVERSAMPLING`] × limit candidates with the f32 originals, so the
+//! scores a search returns are exact cosines (fusion and the similarity
+//! thresholds depend on them). The originals are mapped from disk without
+//! being preloaded (`memory: cold`, in both partitions): a search reads
+//! only the few it rescores. The vector leg in the service is mostly cache
+//! misses after the query's embedding has streamed the model through L3
+//! (README, "Why the vector leg costs three times the engine's own
+//! search"); a quarter of the bytes per visited node is what this buys. A
+//! shard created with another layout is given this one at open, and its
+//! segments are rewritten by the next `optimize` (as for the graph above).
 
 mod partitions;
 mod rebuild;
@@ -382,7 +382,7 @@ impl EdgeVectorIndex {
         let (shard, relaid) = open_shard(dir, dim, shard_config(dim, tuning))?;
         if relaid {
             tracing::info!(
-                "vector index: int8 quantisation configured; the next optimisation rewrites the segments"
+                "vector index: new vector layout configured (int8 copies, originals on disk); the next optimisation rewrites the segments"
             );
         }
         let key_path = dir.join(KEY_FILE);
@@ -606,7 +606,7 @@ struct Tuning {
     /// No int8 copies of the vectors (see the module docs): the users
     /// partition's. Its clauses are mostly a few points scored exactly, and
     /// an erasure rewrites its segments, which with the copies took a
-    /// forget-all at 100k memories from 0.43–0.49 to 0.51–0.72 s (README,
+    /// forget-all at 100k memories from a median 0.61 to 0.77 s (README,
     /// "Quantised vectors"); the reference partition's large graphs are
     /// where the copies pay.
     unquantized: bool,
