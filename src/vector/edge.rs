@@ -1511,10 +1511,13 @@ mod tests {
         (quantized, all.len())
     }
 
-    fn cosine(a: &[f32], b: &[f32]) -> f32 {
-        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        dot / (norm(a) * norm(b))
+    /// An index in `dir` holding `points`, optimised (graphs built at the
+    /// `tuning`'s thresholds) and flushed, then closed.
+    fn write_optimized(dir: &Path, tuning: Tuning, points: &[VectorPoint]) {
+        let idx = EdgeVectorIndex::open_with(dir, 16, tuning).unwrap();
+        idx.upsert(points.to_vec()).unwrap();
+        idx.optimize().unwrap();
+        idx.flush().unwrap();
     }
 
     #[test]
@@ -1523,12 +1526,7 @@ mod tests {
         let tuning = Tuning::tiny();
         let mut rng = StdRng::seed_from_u64(17);
         let points = population(&mut rng, 16, 1200, "default");
-        {
-            let idx = EdgeVectorIndex::open_with(dir.path(), 16, tuning).unwrap();
-            idx.upsert(points.clone()).unwrap();
-            idx.optimize().unwrap();
-            idx.flush().unwrap();
-        }
+        write_optimized(dir.path(), tuning, &points);
         let (quantized, all) = quantized_segments(dir.path());
         assert!(quantized >= 1, "a new index quantises its indexed segments");
         assert!(quantized < all || all == 1);
