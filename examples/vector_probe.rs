@@ -45,13 +45,19 @@ fn keyword(field: &str, value: &str) -> Condition {
     ))
 }
 
+/// A scope clause as `vector::edge` sends it: owner, tier and status;
+/// `--conditions N` keeps only the first N of them (the cost of each
+/// keyword check in the graph walk).
 fn clause(owner: &Owner, tier: Tier) -> Filter {
+    let keep: usize = value("--conditions").map_or(3, |v| v.parse().expect("--conditions"));
+    let mut must = vec![
+        keyword("owner", owner.as_str()),
+        keyword("tier", tier.as_str()),
+        keyword("status", "active"),
+    ];
+    must.truncate(keep);
     Filter {
-        must: Some(vec![
-            keyword("owner", owner.as_str()),
-            keyword("tier", tier.as_str()),
-            keyword("status", "active"),
-        ]),
+        must: Some(must),
         ..Filter::default()
     }
 }

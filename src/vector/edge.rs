@@ -172,13 +172,13 @@ fn search_threads() -> usize {
         .max(1)
 }
 
-/// Candidates a graph search keeps (`hnsw_ef`). The engine's default is
-/// `ef_construct` (100), at which the owner graphs' recall was below the
-/// global graph's (the plan before them); at 256 it is above it at 100k and
-/// 1M memories, and the search is still 2.4–3× faster (README, "One node at
-/// a million memories"). 128 kept recall@50 at 1.000 on one user's 10k
-/// points but fell to 0.907 (from 0.975) on a 20k-chunk reference graph
-/// (README, "Quantised vectors").
+/// Candidates a graph search keeps (`hnsw_ef`) in the reference partition
+/// (the users partition's is `partitions::USER_SEARCH_EF`). The engine's
+/// default is `ef_construct` (100), at which the owner graphs' recall was
+/// below the global graph's (the plan before them); at 256 it is above it
+/// at 100k and 1M memories, and the search is still 2.4–3× faster (README,
+/// "One node at a million memories"). 128 fell to recall@50 0.907 (from
+/// 0.975) on a 20k-chunk reference graph (README, "Quantised vectors").
 const SEARCH_EF: usize = 256;
 
 /// Candidates rescored with the original vectors, as a multiple of the
@@ -561,7 +561,7 @@ impl EdgeVectorIndex {
             // filter (a status or kind filter inside one owner's points); it
             // only engages below the default 40 % estimated selectivity.
             params: Some(SearchParams {
-                hnsw_ef: Some(SEARCH_EF),
+                hnsw_ef: Some(self.tuning.search_ef.unwrap_or(SEARCH_EF)),
                 acorn: Some(AcornSearchParams {
                     enable: true,
                     max_selectivity: None,
@@ -610,6 +610,8 @@ struct Tuning {
     /// "Quantised vectors"); the reference partition's large graphs are
     /// where the copies pay.
     unquantized: bool,
+    /// The graph walk's `hnsw_ef`; `None`: [`SEARCH_EF`].
+    search_ef: Option<usize>,
 }
 
 #[cfg(test)]
@@ -623,6 +625,7 @@ impl Tuning {
             segments: None,
             segment_cap_kb: None,
             unquantized: false,
+            search_ef: None,
         }
     }
 }
