@@ -264,6 +264,13 @@ pub trait Memories: Send + Sync {
     async fn get(&self, id: Uuid) -> Result<Option<Memory>>;
     /// The memories among `ids` that exist, in no particular order.
     async fn get_many(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>>;
+    /// `get_many` on the calling thread, for a caller already on a blocking
+    /// thread (a search's vector leg, right after its index search);
+    /// `None` where the backend reads only asynchronously, and the caller
+    /// awaits `get_many` instead.
+    fn get_many_here(&self, _ids: &[Uuid]) -> Option<Result<HashMap<Uuid, Memory>>> {
+        None
+    }
     /// Replaces memories whose stored version equals `expected_version`
     /// (each gets `version = expected + 1`), with events, in one transaction.
     /// A version mismatch fails the whole call with `Conflict`.

@@ -63,6 +63,12 @@ impl Backend {
         }
     }
 
+    /// Whether this is the SQLite store (which reads on the calling thread
+    /// too, `Memories::get_many_here`).
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self.place, Place::Sqlite(_))
+    }
+
     /// Another store on the same data with its own connections: a second
     /// node of a cluster (for SQLite, a second process on the same file).
     pub async fn second_node(&self) -> Arc<dyn MemoryStore> {

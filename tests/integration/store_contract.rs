@@ -191,6 +191,25 @@ async fn get_many_reads_every_id_and_the_last_commit(b: Backend) {
     assert_eq!(again[&edited.id].status, Status::Deleted);
     assert_eq!(again[&edited.id].version, 2);
     assert_eq!(again[&ms[8].id], ms[8]);
+
+    // The same read on the calling thread (a search's vector leg does it
+    // on its blocking thread): SQLite's direct reader offers it, PostgreSQL
+    // reads only asynchronously.
+    let store = b.store.clone();
+    let asked = vec![edited.id, ms[8].id, Uuid::now_v7()];
+    let here = tokio::task::spawn_blocking(move || store.get_many_here(&asked))
+        .await
+        .unwrap();
+    match here {
+        Some(read) => {
+            assert!(b.is_sqlite(), "only SQLite reads on the calling thread");
+            let read = read.unwrap();
+            assert_eq!(read.len(), 2);
+            assert_eq!(read[&edited.id], again[&edited.id]);
+            assert_eq!(read[&ms[8].id], ms[8]);
+        }
+        None => assert!(!b.is_sqlite(), "SQLite reads on the calling thread"),
+    }
 }
 
 /// A conversation is one owner's memories of one `thread_id`, in id order;

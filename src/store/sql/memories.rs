@@ -55,6 +55,10 @@ impl Memories for SqlStore<D> {
         Ok(out)
     }
 
+    fn get_many_here(&self, ids: &[Uuid]) -> Option<Result<HashMap<Uuid, Memory>>> {
+        self.direct.as_ref().map(|direct| direct.read_ids(ids))
+    }
+
     async fn update(&self, changes: &[(Memory, i64)], events: &[AuditEvent]) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         update_memories(&mut tx, changes).await?;

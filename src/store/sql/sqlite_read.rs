@@ -66,10 +66,19 @@ impl DirectReader {
             return Ok(HashMap::new());
         }
         let reader = self.clone();
-        let ids = serde_json::to_string(&ids).map_err(Error::internal)?;
-        tokio::task::spawn_blocking(move || reader.read_many(&ids))
+        let ids = ids.to_vec();
+        tokio::task::spawn_blocking(move || reader.read_ids(&ids))
             .await
             .map_err(Error::internal)?
+    }
+
+    /// `get_many` on the calling thread (a blocking one).
+    pub(crate) fn read_ids(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Memory>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let ids = serde_json::to_string(&ids).map_err(Error::internal)?;
+        self.read_many(&ids)
     }
 
     /// The turns beside each of `ids` ([`crate::store::Memories::turns_beside`]).
