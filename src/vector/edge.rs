@@ -172,13 +172,16 @@ fn search_threads() -> usize {
         .max(1)
 }
 
-/// Candidates a graph search keeps (`hnsw_ef`) in the reference partition
-/// (the users partition's is `partitions::USER_SEARCH_EF`). The engine's
-/// default is `ef_construct` (100), at which the owner graphs' recall was
-/// below the global graph's (the plan before them); at 256 it is above it
-/// at 100k and 1M memories, and the search is still 2.4–3× faster (README,
-/// "One node at a million memories"). 128 fell to recall@50 0.907 (from
-/// 0.975) on a 20k-chunk reference graph (README, "Quantised vectors").
+/// Candidates a graph search keeps (`hnsw_ef`). The engine's default is
+/// `ef_construct` (100), at which the owner graphs' recall was below the
+/// global graph's (the plan before them); at 256 it is above it at 100k and
+/// 1M memories, and the search is still 2.4–3× faster (README, "One node at
+/// a million memories"). 128 is not a constant to take: it fell to
+/// recall@50 0.907 (from 0.975) on a 20k-chunk reference graph (README,
+/// "Quantised vectors"), and on one user's 22,000 memories it kept 0.999
+/// for queries like them but lost recall@10 for queries unlike them
+/// (SciFact, CMRC 2018 and LoCoMo questions: 0.954–0.972 against
+/// 0.988–0.990; README, "The vector leg reads its own candidates").
 const SEARCH_EF: usize = 256;
 
 /// Candidates rescored with the original vectors, as a multiple of the
@@ -561,7 +564,7 @@ impl EdgeVectorIndex {
             // filter (a status or kind filter inside one owner's points); it
             // only engages below the default 40 % estimated selectivity.
             params: Some(SearchParams {
-                hnsw_ef: Some(self.tuning.search_ef.unwrap_or(SEARCH_EF)),
+                hnsw_ef: Some(SEARCH_EF),
                 acorn: Some(AcornSearchParams {
                     enable: true,
                     max_selectivity: None,
@@ -610,8 +613,6 @@ struct Tuning {
     /// "Quantised vectors"); the reference partition's large graphs are
     /// where the copies pay.
     unquantized: bool,
-    /// The graph walk's `hnsw_ef`; `None`: [`SEARCH_EF`].
-    search_ef: Option<usize>,
 }
 
 #[cfg(test)]
@@ -625,7 +626,6 @@ impl Tuning {
             segments: None,
             segment_cap_kb: None,
             unquantized: false,
-            search_ef: None,
         }
     }
 }

@@ -64,27 +64,12 @@ const SPLIT_COMPLETE: &str = "split.complete";
 /// a smaller page for this partition is the lever, not a smaller cap.
 pub(super) const USER_SEGMENT_CAP_KB: usize = 32_000;
 
-/// The users partition's `hnsw_ef`. A user's points are walked as a graph
-/// only past the full-scan threshold (about 6,500 points of 384
-/// dimensions), and only within one segment, which the cap above holds to
-/// about 22,000 points; the walk is on the f32 vectors. On one user's
-/// 22,000 memories (multilingual-e5-small, `examples/vector_probe`, 300
-/// queries, 64 MB written over the caches before each) recall@50 against
-/// exact search was 0.999 at 128 and 1.000 at 256, and the walk took p50
-/// 1.02–1.06 against 1.37–1.43 ms; on 10,000, 1.000 at both and 0.79
-/// against 1.09 ms. The reference partition keeps [`super::SEARCH_EF`]: its
-/// segments are not capped and its walk is on int8 copies, where 128 fell
-/// to recall 0.907 on 20,000 chunks.
-pub(super) const USER_SEARCH_EF: usize = 128;
-
 impl Tuning {
-    /// The users partition's: capped segments, no int8 copies, a shorter
-    /// walk.
+    /// The users partition's: capped segments, no int8 copies.
     fn users() -> Self {
         Tuning {
             segment_cap_kb: Some(USER_SEGMENT_CAP_KB),
             unquantized: true,
-            search_ef: Some(USER_SEARCH_EF),
             ..Tuning::default()
         }
     }
