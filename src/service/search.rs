@@ -145,6 +145,20 @@ struct QueryReading {
     when: Option<crate::domain::temporal::TimeWindow>,
 }
 
+/// The ids of `candidates` not yet `read`, sorted and each once.
+fn unread<'a>(
+    candidates: impl Iterator<Item = &'a (Uuid, f32)>,
+    read: impl Fn(&Uuid) -> bool,
+) -> Vec<Uuid> {
+    let mut ids: Vec<Uuid> = candidates
+        .map(|(id, _)| *id)
+        .filter(|id| !read(id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -208,6 +222,7 @@ impl Engine {
         let (lexical_ids_tx, lexical_ids) = std::sync::mpsc::sync_channel::<HashSet<Uuid>>(1);
         let lexical_leg = async {
             if req.legs == Legs::Vector {
+                drop(lexical_ids_tx);
                 return Ok(LexicalLeg::default());
             }
             let lexical = self.0.lexical.clone();
@@ -253,13 +268,10 @@ impl Engine {
                 let found = lexical_ids.recv().unwrap_or_default();
                 // Without the alignment the model's cut comes first, so
                 // only the candidates that pass it are read.
-                let mut missing: Vec<Uuid> = hits
+                let passing = hits
                     .iter()
-                    .filter(|(id, cosine)| (align || *cosine >= min_sim) && !found.contains(id))
-                    .map(|(id, _)| *id)
-                    .collect();
-                missing.sort_unstable();
-                missing.dedup();
+                    .filter(|(_, cosine)| align || *cosine >= min_sim);
+                let missing = unread(passing, |id| found.contains(id));
                 let memories = store.get_many_here(&missing).transpose()?;
                 Ok(VectorLeg {
                     hits,
@@ -324,13 +336,7 @@ impl Engine {
         match vector_memories {
             Some(read) => memories.extend(read),
             None => {
-                let mut missing: Vec<Uuid> = vector
-                    .iter()
-                    .map(|(id, _)| *id)
-                    .filter(|id| !memories.contains_key(id))
-                    .collect();
-                missing.sort_unstable();
-                missing.dedup();
+                let missing = unread(vector.iter(), |id| memories.contains_key(id));
                 memories.extend(self.0.store.get_many(&missing).await?);
             }
         }
