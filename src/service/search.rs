@@ -102,6 +102,8 @@ struct LexicalLeg {
     /// The candidates as the store holds them (not yet checked for scope).
     memories: HashMap<Uuid, crate::domain::Memory>,
     hydrate_ms: f64,
+    /// The query's reading, done on the leg's thread after its search.
+    reading: Option<QueryReading>,
 }
 
 /// What the vector leg found, and what fusion needs to know about it.
@@ -132,10 +134,13 @@ impl Default for VectorLeg {
     }
 }
 
-/// What the query's own text says, read while it is being embedded (on
-/// another blocking thread, so neither is on the path after the vector
-/// leg): tokenising it once more for the model's known-token share took
-/// 0.15 ms per search with multilingual-e5-small.
+/// What the query's own text says, read by the lexical leg after its
+/// search, while the query is being embedded (by the vector leg only when
+/// the lexical leg does not run), so that it is not on the path after the
+/// vector leg: tokenising the query once more for the model's known-token
+/// share took 0.15 ms per search with multilingual-e5-small. (A task of
+/// its own cost one more blocking-pool hop, which showed wherever the
+/// query's embedding was already known.)
 struct QueryReading {
     /// The share of the query's tokens the model knows (1 when the vector
     /// leg does not run).
@@ -143,6 +148,27 @@ struct QueryReading {
     /// A time the query names ("last week", "in May", "上周"), resolved
     /// against the query's time; `None` without a temporal signal.
     when: Option<crate::domain::temporal::TimeWindow>,
+}
+
+impl QueryReading {
+    fn of(
+        embedder: &dyn crate::embed::Embedder,
+        query: &str,
+        vector: bool,
+        temporal: bool,
+        now: DateTime<Utc>,
+    ) -> Self {
+        QueryReading {
+            vector_confidence: if vector {
+                embedder.known_token_share(query)
+            } else {
+                1.0
+            },
+            when: temporal
+                .then(|| crate::domain::temporal::window_of(query, now))
+                .flatten(),
+        }
+    }
 }
 
 /// The ids of `candidates` not yet `read`, sorted and each once.
@@ -211,6 +237,8 @@ impl Engine {
         );
         let align = shift_cjk > 0.0 || shift_latin > 0.0;
         let min_sim = policy.min_vector_similarity();
+        let vector_runs = req.legs != Legs::Lexical;
+        let temporal = params.temporal.is_some();
         // The lexical leg ends long before the query is embedded, so its
         // candidates are read from the store meanwhile (on another blocking
         // thread). It sends their ids to the vector leg, which reads only
@@ -226,15 +254,18 @@ impl Engine {
                 return Ok(LexicalLeg::default());
             }
             let lexical = self.0.lexical.clone();
+            let embedder = self.0.embedder.clone();
             let (q, f) = (query.clone(), filter.clone());
             let drop_stop_words = params.query_stop_words;
-            let (hits, search_ms, terms) = blocking(move || {
+            let (hits, search_ms, terms, reading) = blocking(move || {
                 let t = Instant::now();
                 let tokens = crate::lexical::analyzer::query_tokens(&q, drop_stop_words);
                 let hits = lexical.search_tokens(&tokens, &f, n)?;
                 let _ = lexical_ids_tx.send(hits.iter().map(|(id, _)| *id).collect());
                 let terms = lexical.query_terms(tokens)?;
-                Ok((hits, ms_since(t), terms))
+                let search_ms = ms_since(t);
+                let reading = QueryReading::of(&*embedder, &q, vector_runs, temporal, now);
+                Ok((hits, search_ms, terms, reading))
             })
             .await?;
             let t = Instant::now();
@@ -246,6 +277,7 @@ impl Engine {
                 terms,
                 memories,
                 hydrate_ms: ms_since(t),
+                reading: Some(reading),
             })
         };
         let vector_leg = async {
@@ -283,37 +315,21 @@ impl Engine {
             })
             .await
         };
-        let reading = async {
-            let embedder = self.0.embedder.clone();
-            let q = query.clone();
-            let vector = req.legs != Legs::Lexical;
-            let temporal = params.temporal.is_some();
-            blocking(move || {
-                Ok(QueryReading {
-                    vector_confidence: if vector {
-                        embedder.known_token_share(&q)
-                    } else {
-                        1.0
-                    },
-                    when: temporal
-                        .then(|| crate::domain::temporal::window_of(&q, now))
-                        .flatten(),
-                })
-            })
-            .await
-        };
-        let (lexical, vector, reading) = tokio::join!(lexical_leg, vector_leg, reading);
-        let QueryReading {
-            vector_confidence,
-            when,
-        } = reading?;
+        let (lexical, vector) = tokio::join!(lexical_leg, vector_leg);
         let LexicalLeg {
             hits: lexical,
             search_ms: lexical_ms,
             terms,
             mut memories,
             hydrate_ms: lexical_hydrate_ms,
+            reading,
         } = lexical?;
+        let QueryReading {
+            vector_confidence,
+            when,
+        } = reading.unwrap_or_else(|| {
+            QueryReading::of(&*self.0.embedder, &query, vector_runs, temporal, now)
+        });
         let VectorLeg {
             hits: mut vector,
             embed_ms,
