@@ -91,6 +91,7 @@
 //! shard created with another layout is given this one at open, and its
 //! segments are rewritten by the next `optimize` (as for the graph above).
 
+mod implied;
 mod partitions;
 mod rebuild;
 
@@ -240,6 +241,9 @@ pub struct EdgeVectorIndex {
     /// Bytes of vectors upserted since the last `optimize` began: with a
     /// segment cap, an `upsert` that takes it past the cap optimises.
     unoptimized_bytes: std::sync::atomic::AtomicUsize,
+    /// The writes begun and ended, and the filters every point passes
+    /// (`implied.rs`), with [`Tuning::drop_implied_filters`].
+    implied: implied::Implied,
 }
 
 impl std::fmt::Debug for EdgeVectorIndex {
@@ -412,6 +416,7 @@ impl EdgeVectorIndex {
             owner_deletes: Default::default(),
             regraph_pending: regraph.into(),
             unoptimized_bytes: Default::default(),
+            implied: Default::default(),
         };
         if migrate {
             // Written before payloads were hashed: rebuild with hashed thread
@@ -549,14 +554,59 @@ impl EdgeVectorIndex {
         })
     }
 
-    /// The `limit` nearest points passing one clause's filter.
+    /// The `limit` nearest points passing one clause's filter. With
+    /// [`Tuning::drop_implied_filters`], a filter every point passes is left
+    /// out of the walk (`implied.rs`), and the search runs again with it if
+    /// a write began meanwhile.
     fn nearest(&self, vector: &[f32], filter: Filter, limit: usize) -> Result<Vec<(Uuid, f32)>> {
+        self.with_shard(|shard| {
+            if self.tuning.drop_implied_filters {
+                let snapshot = self.implied.snapshot();
+                if self.every_point_passes(shard, &filter, snapshot)? {
+                    let hits = Self::query(shard, vector, None, limit)?;
+                    if self.implied.unchanged_since(snapshot) {
+                        return Ok(hits);
+                    }
+                }
+            }
+            Self::query(shard, vector, Some(filter), limit)
+        })
+    }
+
+    /// Whether no point of the shard fails `filter` (see `implied.rs`).
+    fn every_point_passes(
+        &self,
+        shard: &EdgeShard,
+        filter: &Filter,
+        snapshot: implied::Snapshot,
+    ) -> Result<bool> {
+        self.implied
+            .every_point_passes(&format!("{filter:?}"), snapshot, || {
+                shard
+                    .count(CountRequest {
+                        filter: Some(Filter {
+                            must_not: Some(vec![Condition::Filter(filter.clone())]),
+                            ..Filter::default()
+                        }),
+                        exact: true,
+                    })
+                    .map_err(|e| engine("counting the points a filter excludes", e))
+            })
+    }
+
+    /// One query of the engine.
+    fn query(
+        shard: &EdgeShard,
+        vector: &[f32],
+        filter: Option<Filter>,
+        limit: usize,
+    ) -> Result<Vec<(Uuid, f32)>> {
         let request = QueryRequest {
             prefetches: Vec::new(),
             query: Some(ScoringQuery::Vector(QueryEnum::Nearest(
                 NamedQuery::default_dense(vector.to_vec()),
             ))),
-            filter: Some(filter),
+            filter,
             score_threshold: None,
             limit,
             offset: 0,
@@ -579,15 +629,19 @@ impl EdgeVectorIndex {
             with_vector: WithVector::Bool(false),
             with_payload: WithPayloadInterface::Bool(false),
         };
-        let hits =
-            self.with_shard(|shard| shard.query(request).map_err(|e| engine("searching", e)))?;
+        let hits = shard.query(request).map_err(|e| engine("searching", e))?;
         hits.into_iter()
             .map(|p| Ok((point_uuid(p.id)?, p.score)))
             .collect()
     }
 
-    fn update(shard: &EdgeShard, op: UpdateOperation, what: &str) -> Result<()> {
-        shard.update(op).map_err(|e| engine(what, e))
+    /// Every change to the shard's points goes through here, between the
+    /// write counters the implied filters rely on.
+    fn update(&self, shard: &EdgeShard, op: UpdateOperation, what: &str) -> Result<()> {
+        self.implied.begin_write();
+        let r = shard.update(op).map_err(|e| engine(what, e));
+        self.implied.end_write();
+        r
     }
 }
 
@@ -613,6 +667,14 @@ struct Tuning {
     /// "Quantised vectors"); the reference partition's large graphs are
     /// where the copies pay.
     unquantized: bool,
+    /// A search leaves out a clause's conditions when every point of the
+    /// shard passes them (`implied.rs`): the reference partition's, where a
+    /// single tenant's chunks all pass the owner, tier and status checks the
+    /// graph walk would otherwise make on each point it visits. Not the
+    /// users partition's: a user's clause selects few of its points (the
+    /// walk is then the owner's own), and its writes, each of which makes
+    /// the next search recount, are constant.
+    drop_implied_filters: bool,
 }
 
 #[cfg(test)]
@@ -626,6 +688,7 @@ impl Tuning {
             segments: None,
             segment_cap_kb: None,
             unquantized: false,
+            drop_implied_filters: false,
         }
     }
 }
@@ -904,7 +967,7 @@ impl VectorIndex for EdgeVectorIndex {
         ));
         self.with_shard(|shard| {
             let _w = self.writes.read();
-            let r = Self::update(shard, op, "upserting points");
+            let r = self.update(shard, op, "upserting points");
             self.touch(ids);
             r
         })?;
@@ -920,7 +983,7 @@ impl VectorIndex for EdgeVectorIndex {
         let op = UpdateOperation::PointOperation(PointOperations::DeletePoints { ids });
         self.with_shard(|shard| {
             let _w = self.writes.read();
-            let r = Self::update(shard, op, "deleting points");
+            let r = self.update(shard, op, "deleting points");
             self.touch(touched);
             r
         })
@@ -954,7 +1017,7 @@ impl VectorIndex for EdgeVectorIndex {
                 let op = UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(
                     owner_filter(owner),
                 ));
-                Self::update(shard, op, "deleting an owner's points")?;
+                self.update(shard, op, "deleting an owner's points")?;
             }
             Ok(count)
         })
@@ -1120,6 +1183,7 @@ impl VectorIndex for EdgeVectorIndex {
     fn clear(&self) -> Result<()> {
         let _one = self.rebuilding.lock();
         let mut guard = self.shard.write();
+        self.implied.replaced();
         // Dropping the shard flushes it.
         drop(guard.take());
         // Everything but the lock file, which this process keeps holding.
@@ -1176,6 +1240,77 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let idx = EdgeVectorIndex::open(&dir.path().join("vectors"), dim).unwrap();
         Fixture::new(std::sync::Arc::new(idx)).keeping(dir)
+    }
+
+    /// A reference partition's tenant clause walks without its conditions
+    /// while every point passes them, and keeps them from the moment one
+    /// does not: another tenant's chunk, nearer the query than any, is never
+    /// returned for the first tenant's clause.
+    #[test]
+    fn an_implied_filter_is_dropped_only_while_every_point_passes_it() {
+        let dir = TempDir::new().unwrap();
+        let tuning = Tuning {
+            drop_implied_filters: true,
+            ..Tuning::tiny()
+        };
+        let idx = EdgeVectorIndex::open_with(dir.path(), 8, tuning).unwrap();
+        let mut rng = StdRng::seed_from_u64(5);
+        let chunk = |owner: &Owner, vector: Vec<f32>| VectorPoint {
+            id: Uuid::new_v4(),
+            vector,
+            owner: owner.clone(),
+            tier: Tier::Reference,
+            thread_id: None,
+            status: Status::Active,
+            kind: Kind::Fact,
+            created_at_ms: 0,
+            version: 1,
+            importance: 0.5,
+        };
+        let mine = Owner::reference("acme");
+        let points: Vec<_> = (0..400)
+            .map(|_| chunk(&mine, random_vec(&mut rng, 8)))
+            .collect();
+        idx.upsert(points.clone()).unwrap();
+        idx.optimize().unwrap();
+        let filter = IndexFilter {
+            clauses: vec![ScopeClause {
+                owner: mine.clone(),
+                tier: Tier::Reference,
+                thread_id: None,
+            }],
+            statuses: vec![Status::Active],
+            kinds: None,
+        };
+        let passes = |idx: &EdgeVectorIndex| {
+            let f = translate_filter(&filter, &idx.key).unwrap();
+            idx.with_shard(|shard| idx.every_point_passes(shard, &f, idx.implied.snapshot()))
+                .unwrap()
+        };
+        assert!(passes(&idx), "every chunk is the tenant's");
+        let q = random_vec(&mut rng, 8);
+        let hits = idx.search(&q, &filter, 10).unwrap();
+        assert_eq!(hits.len(), 10);
+        let theirs = chunk(&Owner::reference("globex"), q.clone());
+        idx.upsert(vec![theirs.clone()]).unwrap();
+        // Within RECOUNT_EVERY of the last count: not known, so filtered.
+        assert!(!passes(&idx));
+        let hits = idx.search(&q, &filter, 10).unwrap();
+        assert_eq!(hits.len(), 10);
+        assert!(hits.iter().all(|(id, _)| *id != theirs.id));
+        // Recounted: the other tenant's chunk fails the clause.
+        std::thread::sleep(implied::RECOUNT_EVERY);
+        assert!(!passes(&idx));
+        assert!(idx
+            .search(&q, &filter, 10)
+            .unwrap()
+            .iter()
+            .all(|(id, _)| *id != theirs.id));
+        // Gone again: implied again after the next recount.
+        idx.delete(&[theirs.id]).unwrap();
+        std::thread::sleep(implied::RECOUNT_EVERY);
+        assert!(passes(&idx));
+        assert_eq!(idx.search(&q, &filter, 10).unwrap().len(), 10);
     }
 
     /// The contract every vector backend passes.

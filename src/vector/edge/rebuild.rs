@@ -284,6 +284,7 @@ impl EdgeVectorIndex {
         // Replay what was written meanwhile, then swap, with the index to
         // ourselves.
         let mut guard = self.shard.write();
+        self.implied.replaced();
         let old_shard = guard.as_ref().ok_or_else(|| {
             VectorError::invalid(format!(
                 "vector index at {} is unavailable",
