@@ -242,7 +242,7 @@ pub struct EdgeVectorIndex {
     /// segment cap, an `upsert` that takes it past the cap optimises.
     unoptimized_bytes: std::sync::atomic::AtomicUsize,
     /// The writes begun and ended, and the filters every point passes
-    /// (`implied.rs`), with [`Tuning::drop_implied_filters`].
+    /// (`implied.rs`).
     implied: implied::Implied,
 }
 
@@ -554,19 +554,16 @@ impl EdgeVectorIndex {
         })
     }
 
-    /// The `limit` nearest points passing one clause's filter. With
-    /// [`Tuning::drop_implied_filters`], a filter every point passes is left
-    /// out of the walk (`implied.rs`), and the search runs again with it if
-    /// a write began meanwhile.
+    /// The `limit` nearest points passing one clause's filter. A filter
+    /// every point passes is left out of the walk (`implied.rs`), and the
+    /// search runs again with it if a write began meanwhile.
     fn nearest(&self, vector: &[f32], filter: Filter, limit: usize) -> Result<Vec<(Uuid, f32)>> {
         self.with_shard(|shard| {
-            if self.tuning.drop_implied_filters {
-                let snapshot = self.implied.snapshot();
-                if self.every_point_passes(shard, &filter, snapshot)? {
-                    let hits = Self::query(shard, vector, None, limit)?;
-                    if self.implied.unchanged_since(snapshot) {
-                        return Ok(hits);
-                    }
+            let snapshot = self.implied.snapshot();
+            if self.every_point_passes(shard, &filter, snapshot)? {
+                let hits = Self::query(shard, vector, None, limit)?;
+                if self.implied.unchanged_since(snapshot) {
+                    return Ok(hits);
                 }
             }
             Self::query(shard, vector, Some(filter), limit)
@@ -580,17 +577,23 @@ impl EdgeVectorIndex {
         filter: &Filter,
         snapshot: implied::Snapshot,
     ) -> Result<bool> {
+        let count = |filter: Option<Filter>, exact: bool| {
+            shard
+                .count(CountRequest { filter, exact })
+                .map_err(|e| engine("counting the points of a filter", e))
+        };
         self.implied
             .every_point_passes(&format!("{filter:?}"), snapshot, || {
-                shard
-                    .count(CountRequest {
-                        filter: Some(Filter {
-                            must_not: Some(vec![Condition::Filter(filter.clone())]),
-                            ..Filter::default()
-                        }),
-                        exact: true,
-                    })
-                    .map_err(|e| engine("counting the points a filter excludes", e))
+                // The payload index's estimate first (no point read): a
+                // user's clause in a partition of many users ends here.
+                if count(Some(filter.clone()), false)? < count(None, false)? {
+                    return Ok(false);
+                }
+                let failing = Filter {
+                    must_not: Some(vec![Condition::Filter(filter.clone())]),
+                    ..Filter::default()
+                };
+                Ok(count(Some(failing), true)? == 0)
             })
     }
 
@@ -667,14 +670,6 @@ struct Tuning {
     /// "Quantised vectors"); the reference partition's large graphs are
     /// where the copies pay.
     unquantized: bool,
-    /// A search leaves out a clause's conditions when every point of the
-    /// shard passes them (`implied.rs`): the reference partition's, where a
-    /// single tenant's chunks all pass the owner, tier and status checks the
-    /// graph walk would otherwise make on each point it visits. Not the
-    /// users partition's: a user's clause selects few of its points (the
-    /// walk is then the owner's own), and its writes, each of which makes
-    /// the next search recount, are constant.
-    drop_implied_filters: bool,
 }
 
 #[cfg(test)]
@@ -688,7 +683,6 @@ impl Tuning {
             segments: None,
             segment_cap_kb: None,
             unquantized: false,
-            drop_implied_filters: false,
         }
     }
 }
@@ -1249,11 +1243,7 @@ mod tests {
     #[test]
     fn an_implied_filter_is_dropped_only_while_every_point_passes_it() {
         let dir = TempDir::new().unwrap();
-        let tuning = Tuning {
-            drop_implied_filters: true,
-            ..Tuning::tiny()
-        };
-        let idx = EdgeVectorIndex::open_with(dir.path(), 8, tuning).unwrap();
+        let idx = EdgeVectorIndex::open_with(dir.path(), 8, Tuning::tiny()).unwrap();
         let mut rng = StdRng::seed_from_u64(5);
         let chunk = |owner: &Owner, vector: Vec<f32>| VectorPoint {
             id: Uuid::new_v4(),

@@ -65,15 +65,6 @@ const SPLIT_COMPLETE: &str = "split.complete";
 pub(super) const USER_SEGMENT_CAP_KB: usize = 32_000;
 
 impl Tuning {
-    /// The reference partition's: the engine's defaults, and a tenant's
-    /// clause walks without its conditions when every chunk passes them.
-    fn reference() -> Self {
-        Tuning {
-            drop_implied_filters: true,
-            ..Tuning::default()
-        }
-    }
-
     /// The users partition's: capped segments, no int8 copies.
     fn users() -> Self {
         Tuning {
@@ -96,7 +87,7 @@ impl PartitionedIndex {
     /// Opens the index in `dir` (created if needed; a single-shard index is
     /// split first). Fails if it holds vectors of another dimension.
     pub fn open(dir: &Path, dim: usize) -> Result<Self> {
-        Self::open_with(dir, dim, Tuning::reference(), Tuning::users())
+        Self::open_with(dir, dim, Tuning::default(), Tuning::users())
     }
 
     fn open_with(dir: &Path, dim: usize, reference: Tuning, users: Tuning) -> Result<Self> {
