@@ -119,6 +119,7 @@ pub struct Metrics {
 /// The gauges set from [`Gauges`] at each scrape.
 struct ScrapeGauges {
     memories: Family<MemoryLabels, Gauge>,
+    memory_counts_age: FloatGauge,
     embedding_queue_depth: Gauge,
     api_keys_active: Gauge,
     job_running: Family<JobLabels, Gauge>,
@@ -166,6 +167,7 @@ impl Default for Metrics {
         );
         let scrape = ScrapeGauges {
             memories: Family::default(),
+            memory_counts_age: FloatGauge::default(),
             embedding_queue_depth: Gauge::default(),
             api_keys_active: Gauge::default(),
             job_running: Family::default(),
@@ -181,6 +183,12 @@ impl Default for Metrics {
             "memories",
             "Stored memories by tier and status",
             s.memories.clone(),
+        );
+        registry.register(
+            "memory_counts_age_seconds",
+            "How old the exported memory counts are: a scrape reuses the last count \
+             and, once it is older than 30 s, recounts in the background",
+            s.memory_counts_age.clone(),
         );
         registry.register(
             "embedding_queue_depth",
@@ -247,6 +255,8 @@ impl Default for Metrics {
 pub struct Gauges {
     /// (tier, status, count)
     pub memories: Vec<(String, String, u64)>,
+    /// How long ago `memories` was counted (the counts are reused).
+    pub memory_counts_age: Duration,
     pub embedding_queue_depth: usize,
     pub active_api_keys: Option<u64>,
     /// Lifecycle jobs as recorded in the store (shared by every node).
@@ -401,6 +411,8 @@ impl Metrics {
                 })
                 .set(to_i64(*n));
         }
+        s.memory_counts_age
+            .set(gauges.memory_counts_age.as_secs_f64());
         s.embedding_queue_depth
             .set(i64::try_from(gauges.embedding_queue_depth).unwrap_or(i64::MAX));
         s.api_keys_active
@@ -457,6 +469,7 @@ mod tests {
     fn gauges() -> Gauges {
         Gauges {
             memories: vec![("long_term".into(), "active".into(), 7)],
+            memory_counts_age: Duration::from_millis(1500),
             embedding_queue_depth: 1,
             active_api_keys: Some(2),
             jobs: vec![JobGauge {
@@ -499,6 +512,10 @@ mod tests {
         assert!(text.contains("mnemo_search_duration_seconds_count 1"));
         assert!(text.contains("mnemo_search_stage_duration_seconds_count{stage=\"embed\"} 1"));
         assert!(text.contains("mnemo_memories{tier=\"long_term\",status=\"active\"} 7"));
+        assert!(
+            text.contains("mnemo_memory_counts_age_seconds 1.5"),
+            "{text}"
+        );
         assert!(text.contains("mnemo_embedding_queue_depth 1"));
         assert!(text.contains("mnemo_index_lag_changes 3"));
         assert!(!text.contains("# EOF"));

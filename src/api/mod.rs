@@ -103,6 +103,8 @@ pub struct AppState {
     pub rate_limiter: Option<Arc<rate_limit::RateLimiter>>,
     /// The last successful readiness check, reused for a few seconds.
     pub readiness: Arc<routes::ops::Readiness>,
+    /// The memory counts `/metrics` exports, reused between recounts.
+    pub memory_counts: Arc<routes::ops::MemoryCounts>,
     /// Runs request-started background work (evaluations, export writers)
     /// on the node's runner (`AppState::with_tasks`).
     pub tasks: crate::runner::Spawner,
@@ -132,6 +134,7 @@ impl AppState {
             erasure_wait: DEFAULT_ERASURE_WAIT,
             rate_limiter,
             readiness: Default::default(),
+            memory_counts: Default::default(),
             tasks: Default::default(),
             erasure_files: None,
         }

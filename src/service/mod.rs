@@ -52,6 +52,7 @@ use tokio::sync::{mpsc, Semaphore};
 use uuid::Uuid;
 
 use crate::clock::SharedClock;
+use crate::domain::{Status, Tier};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::lexical::LexicalIndex;
@@ -70,7 +71,7 @@ pub use reference::{DocumentInput, DocumentReceipt};
 pub use remember::{Outcome, Remembered};
 pub use search::{Legs, SearchRequest, SearchResult, SearchStages};
 
-/// Counts for `mnemo stats` and `/metrics`.
+/// Counts for `mnemo stats` and the inspector.
 #[derive(Clone, Debug, Serialize)]
 pub struct EngineStats {
     pub store: StoreStats,
@@ -324,9 +325,9 @@ impl Engine {
         self.0.store.get(Uuid::nil()).await.map(|_| ())
     }
 
-    /// The store's counts by tier and status (`/metrics`, `mnemo stats`).
-    pub async fn store_stats(&self) -> Result<StoreStats> {
-        self.0.store.stats().await
+    /// The store's memory counts by tier and status (`/metrics`).
+    pub async fn memory_counts(&self) -> Result<Vec<(Tier, Status, u64)>> {
+        self.0.store.count_by_tier_status().await
     }
 
     /// The change feed and the cluster's node registry.

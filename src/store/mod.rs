@@ -302,7 +302,12 @@ pub trait Memories: Send + Sync {
         user_id: Option<&str>,
         text_sha256: &str,
     ) -> Result<Vec<Memory>>;
+    /// Memory counts by tier and status, audit and embedding-cache counts
+    /// (`mnemo stats`).
     async fn stats(&self) -> Result<StoreStats>;
+    /// Memory counts by tier and status only (`/metrics`): one grouped count
+    /// of `memories`, without the audit log's and the embedding cache's.
+    async fn count_by_tier_status(&self) -> Result<Vec<(Tier, Status, u64)>>;
     /// How many memories (any status, until purged) a user holds: the
     /// `limits.max_memories_per_user` quota.
     async fn count_user_memories(&self, tenant_id: &str, user_id: &str) -> Result<u64>;

@@ -915,6 +915,63 @@ async fn auth_matrix() {
     assert!(!text.contains("secret plan"));
 }
 
+/// The long-term active count `/metrics` exports.
+fn long_term_active(r: &Reply) -> u64 {
+    let text = r.body.as_str().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("mnemo_memories{tier=\"long_term\",status=\"active\"} "))
+        .unwrap_or_else(|| panic!("no long-term active count in {text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// `/metrics` reuses the last memory count (a count groups every row of
+/// `memories`) and, once it is older than its limit, recounts in the
+/// background: a scrape never waits for a count but the first.
+#[tokio::test]
+async fn metrics_reuse_the_memory_count_and_recount_in_the_background() {
+    use mnemo::api::routes::ops::MemoryCounts;
+    let scrape = |api: &Api| {
+        let (app, admin) = (api.app.clone(), api.admin.clone());
+        async move { call(&app, Method::GET, "/metrics", Some(&admin), None).await }
+    };
+    let memory = json!({"user_id": "bob", "text": "Bob prefers green tea"});
+
+    // Within the limit (30 s): the count of the first scrape, and its age.
+    let api = api().await;
+    assert_eq!(long_term_active(&scrape(&api).await), 0);
+    add(&api, &api.agent, memory.clone()).await;
+    let r = scrape(&api).await;
+    assert_eq!(
+        long_term_active(&r),
+        0,
+        "the count is reused within its limit"
+    );
+    assert!(r
+        .body
+        .as_str()
+        .unwrap()
+        .contains("mnemo_memory_counts_age_seconds "));
+
+    // Past the limit: the scrape answers at once and a recount follows.
+    let api = api_with_state(Policy::default(), AuthMode::Keys, |mut s| {
+        s.memory_counts = Arc::new(MemoryCounts::with_max_age(std::time::Duration::ZERO));
+        s
+    })
+    .await;
+    assert_eq!(long_term_active(&scrape(&api).await), 0);
+    add(&api, &api.agent, memory).await;
+    let mut counted = 0;
+    for _ in 0..200 {
+        counted = long_term_active(&scrape(&api).await);
+        if counted == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(counted, 1, "a background recount exports the new memory");
+}
+
 #[tokio::test]
 async fn context_reference_documents_and_forget() {
     let api = api().await;

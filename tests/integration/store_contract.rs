@@ -638,6 +638,10 @@ async fn stats_count_by_tier_and_status(b: Backend) {
         ]
     );
     assert_eq!((stats.audit_events, stats.cached_embeddings), (4, 1));
+    // `/metrics` counts the memories alone, to the same figures.
+    let mut counted = s.count_by_tier_status().await.unwrap();
+    counted.sort_by_key(|(t, st, _)| (t.as_str(), st.as_str()));
+    assert_eq!(counted, rows);
 }
 
 async fn embedding_cache_round_trips_and_overwrites(b: Backend) {

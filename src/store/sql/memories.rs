@@ -259,6 +259,21 @@ impl Memories for SqlStore<D> {
     }
 
     async fn stats(&self) -> Result<StoreStats> {
+        let by_tier_status = self.count_by_tier_status().await?;
+        let audit_events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_events")
+            .fetch_one(&self.pool)
+            .await?;
+        let cached: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM embedding_cache")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(StoreStats {
+            by_tier_status,
+            audit_events: audit_events as u64,
+            cached_embeddings: cached as u64,
+        })
+    }
+
+    async fn count_by_tier_status(&self) -> Result<Vec<(Tier, Status, u64)>> {
         let rows = sqlx::query(
             "SELECT tier, status, COUNT(*) FROM memories GROUP BY tier, status ORDER BY tier, status",
         )
@@ -275,16 +290,6 @@ impl Memories for SqlStore<D> {
                 n as u64,
             ));
         }
-        let audit_events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_events")
-            .fetch_one(&self.pool)
-            .await?;
-        let cached: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM embedding_cache")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(StoreStats {
-            by_tier_status,
-            audit_events: audit_events as u64,
-            cached_embeddings: cached as u64,
-        })
+        Ok(by_tier_status)
     }
 }
