@@ -186,8 +186,11 @@ impl Default for Metrics {
         );
         registry.register(
             "memory_counts_age_seconds",
-            "How old the exported memory counts are: a scrape reuses the last count \
-             and, once it is older than 30 s, recounts in the background",
+            format!(
+                "How old the exported memory counts are: a scrape reuses the last count \
+                 and, once it is older than {} s, recounts in the background",
+                crate::api::routes::ops::MEMORY_COUNTS_MAX_AGE.as_secs()
+            ),
             s.memory_counts_age.clone(),
         );
         registry.register(
@@ -516,6 +519,7 @@ mod tests {
             text.contains("mnemo_memory_counts_age_seconds 1.5"),
             "{text}"
         );
+        assert!(text.contains("once it is older than 30 s"), "{text}");
         assert!(text.contains("mnemo_embedding_queue_depth 1"));
         assert!(text.contains("mnemo_index_lag_changes 3"));
         assert!(!text.contains("# EOF"));
