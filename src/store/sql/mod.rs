@@ -35,6 +35,7 @@ mod dialect;
 pub mod postgres;
 mod purge;
 pub mod sqlite;
+mod sqlite_file;
 mod sqlite_read;
 mod sqlite_scrub;
 

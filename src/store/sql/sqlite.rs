@@ -170,19 +170,27 @@ impl Dialect for Sqlite {
             tokio::task::spawn_blocking(move || super::sqlite_scrub::scrub(Path::new(&file)))
                 .await
                 .map_err(Error::internal)??;
-        match scrubbed {
-            super::sqlite_scrub::Scrub::Done(done) => tracing::info!(
-                pages = done.pages,
-                written = done.written,
-                bytes = done.bytes,
-                "store purge: free space cleared page by page"
-            ),
+        let done = match scrubbed {
+            super::sqlite_scrub::Scrub::Done(done) => Some(done),
             super::sqlite_scrub::Scrub::Unsupported(reason) => {
                 tracing::warn!(%reason, "store purge: VACUUM of the whole database instead");
                 sqlx::raw_sql("VACUUM").execute(pool).await?;
+                None
             }
+        };
+        let t = std::time::Instant::now();
+        let checkpointed = checkpoint(pool).await?;
+        if let Some(done) = done {
+            tracing::info!(
+                pages = done.pages,
+                written = done.written,
+                bytes = done.bytes,
+                scan_ms = done.scan_ms,
+                checkpoint_ms = t.elapsed().as_millis(),
+                "store purge: free space cleared page by page"
+            );
         }
-        if checkpoint(pool).await? {
+        if checkpointed {
             Ok(())
         } else {
             Err(Error::Unavailable(

@@ -19,7 +19,11 @@
 //! (so through the WAL, atomically per transaction):
 //! 1. a scan parses every page and lists those with a non-zero byte to
 //!    clear, in read transactions (one reader per core, each over a range of
-//!    pages), so nobody waits for it;
+//!    pages), so nobody waits for it. It reads the pages no WAL frame names
+//!    from the database file itself, the others through `sqlite_dbpage`
+//!    (`sqlite_file.rs` says why the file then holds what the snapshot
+//!    does): through the virtual table every page cost a row and a copy
+//!    out of SQLite's mapping;
 //! 2. the listed pages are scrubbed [`BATCH`] at a time, each batch in a
 //!    `BEGIN IMMEDIATE` transaction that reads the page again (another
 //!    writer may have changed it since the scan), clears it and writes it
@@ -83,6 +87,8 @@ pub(crate) struct Scrubbed {
     pub written: u64,
     /// Non-zero bytes set to zero.
     pub bytes: u64,
+    /// Milliseconds the scan (step 1) took.
+    pub scan_ms: u64,
 }
 
 /// The answer of [`scrub`].
@@ -107,12 +113,14 @@ pub(crate) fn scrub(path: &Path) -> Result<Scrub> {
         if let Some(reason) = unsupported(&conn)? {
             return Ok(Scrub::Unsupported(reason));
         }
+        let scanning = Instant::now();
         let (pages, dirty) = match scan(&conn, path)? {
             Ok(found) => found,
             Err(reason) => return Ok(Scrub::Unsupported(reason)),
         };
         let mut done = Scrubbed {
             pages,
+            scan_ms: scanning.elapsed().as_millis() as u64,
             ..Scrubbed::default()
         };
         let mut since_checkpoint = 0;
@@ -221,7 +229,7 @@ fn scan_split(
             .iter()
             .map(|&range| {
                 scope.spawn(move || -> Result<std::result::Result<Vec<u32>, String>> {
-                    scan_range(&reader(path)?, range)
+                    scan_range(&reader(path)?, path, range, Via::File)
                 })
             })
             .collect();
@@ -266,12 +274,29 @@ const MAX_READERS: usize = 4;
 /// Below this many pages a range is not worth a thread.
 const MIN_PAGES_PER_READER: u64 = 16_384;
 
+/// How a scan reads pages: from the database file where it says what
+/// SQLite would (`sqlite_file.rs`; a database the file cannot vouch for is
+/// read through SQLite whole), or, in tests, every page through SQLite (the
+/// oracle the file's reads are checked against).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    File,
+    #[cfg(test)]
+    Sqlite,
+}
+
+/// Pages read from the file at a time (256 KiB of 4 KiB pages).
+const FILE_CHUNK_PAGES: u64 = 64;
+
 /// The pages in `first..end` with bytes to clear, in one read transaction.
 fn scan_range(
     conn: &Connection,
+    path: &Path,
     (first, end): (u64, u64),
+    via: Via,
 ) -> Result<std::result::Result<Vec<u32>, String>> {
     let tx = conn.unchecked_transaction()?;
+    // The first read: the snapshot is taken here.
     let (page_size, usable) = match sizes(&tx)? {
         Ok(sizes) => sizes,
         Err(reason) => return Ok(Err(reason)),
@@ -283,31 +308,70 @@ fn scan_range(
     let lock_page = lock_byte_page(page_size);
     let mut dirty = Vec::new();
     let mut scratch = Scratch::default();
-    // The virtual table answers `pgno` without reading the page; `data`
-    // is read (and copied) only for the rows the range keeps.
-    let mut statement =
-        tx.prepare("SELECT pgno, data FROM sqlite_dbpage WHERE pgno >= ?1 AND pgno < ?2")?;
-    let mut rows = statement.query(rusqlite::params![first as i64, end as i64])?;
-    while let Some(row) = rows.next()? {
-        let pgno: u32 = row.get(0)?;
-        if Some(pgno) == lock_page {
-            continue;
+    let mut check = |pgno: u32, page: &[u8]| -> std::result::Result<(), String> {
+        let ranges = unused(page, pgno, free.kind(pgno), usable, &mut scratch)?;
+        if ranges.iter().any(|r| !is_zero(&page[r.clone()])) {
+            dirty.push(pgno);
         }
-        // Borrowed, not copied: most pages are clean and only read.
-        let Ok(page) = row.get_ref(1)?.as_blob() else {
-            return Ok(Err(format!("page {pgno} is not a blob")));
-        };
-        match unused(page, pgno, free.kind(pgno), usable, &mut scratch) {
-            Ok(ranges) => {
-                if ranges.iter().any(|r| !is_zero(&page[r.clone()])) {
-                    dirty.push(pgno);
+        Ok(())
+    };
+    let file = match via {
+        Via::File => super::sqlite_file::DatabaseFile::open(&tx, path, page_size)?,
+        #[cfg(test)]
+        Via::Sqlite => None,
+    };
+    if let Some(file) = file {
+        let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let last = end.min(u64::try_from(pages).unwrap_or(0) + 1);
+        let mut one = tx.prepare("SELECT data FROM sqlite_dbpage WHERE pgno = ?1")?;
+        let mut chunk = vec![0u8; FILE_CHUNK_PAGES as usize * page_size];
+        let mut at = first;
+        while at < last {
+            let n = (last - at).min(FILE_CHUNK_PAGES);
+            let read = file.read(at, n, &mut chunk).map_err(|e| {
+                crate::error::Error::internal(format!("the scan's read of the database file: {e}"))
+            })?;
+            for i in 0..n {
+                let pgno = (at + i) as u32;
+                if Some(pgno) == lock_page {
+                    continue;
+                }
+                let checked = if i < read && !file.through_sqlite(pgno) {
+                    let offset = i as usize * page_size;
+                    check(pgno, &chunk[offset..offset + page_size])
+                } else {
+                    let page: Option<Vec<u8>> = one.query_row([pgno], |r| r.get(0)).optional()?;
+                    match page {
+                        Some(page) => check(pgno, &page),
+                        None => Ok(()),
+                    }
+                };
+                if let Err(reason) = checked {
+                    return Ok(Err(reason));
                 }
             }
-            Err(reason) => return Ok(Err(reason)),
+            at += n;
+        }
+    } else {
+        // The virtual table answers `pgno` without reading the page; `data`
+        // is read (and copied) only for the rows the range keeps.
+        let mut statement =
+            tx.prepare("SELECT pgno, data FROM sqlite_dbpage WHERE pgno >= ?1 AND pgno < ?2")?;
+        let mut rows = statement.query(rusqlite::params![first as i64, end as i64])?;
+        while let Some(row) = rows.next()? {
+            let pgno: u32 = row.get(0)?;
+            if Some(pgno) == lock_page {
+                continue;
+            }
+            // Borrowed, not copied: most pages are clean and only read.
+            let Ok(page) = row.get_ref(1)?.as_blob() else {
+                return Ok(Err(format!("page {pgno} is not a blob")));
+            };
+            if let Err(reason) = check(pgno, page) {
+                return Ok(Err(reason));
+            }
         }
     }
-    drop(rows);
-    drop(statement);
     tx.commit()?;
     Ok(Ok(dirty))
 }
@@ -846,8 +910,8 @@ mod tests {
     /// the scrub and a checkpoint, none is.
     /// The scan's cost on a real store: `MNEMO_SCRUB_PROBE=<copy of
     /// mnemo.db> cargo test --release --lib scan_probe -- --ignored
-    /// --nocapture` times one reader (without and with SQLite's mmap) and the
-    /// split scan. Reads only.
+    /// --nocapture` times one reader through SQLite (without and with its
+    /// mmap) and from the file, and the split scan. Reads only.
     #[test]
     #[ignore = "a probe on a store given by MNEMO_SCRUB_PROBE"]
     fn scan_probe() {
@@ -862,12 +926,14 @@ mod tests {
             conn
         };
         for round in 0..3 {
-            for mmap in [0, 1 << 40] {
+            for (mmap, via) in [(0, Via::Sqlite), (1 << 40, Via::Sqlite), (0, Via::File)] {
                 let conn = open(mmap);
                 let t = Instant::now();
-                let dirty = scan_range(&conn, (1, MAX_PAGES)).unwrap().unwrap();
+                let dirty = scan_range(&conn, &path, (1, MAX_PAGES), via)
+                    .unwrap()
+                    .unwrap();
                 println!(
-                    "round {round}: one reader, mmap_size {mmap}: {} dirty pages in {:.0} ms",
+                    "round {round}: one reader, {via:?}, mmap_size {mmap}: {} dirty pages in {:.0} ms",
                     dirty.len(),
                     t.elapsed().as_secs_f64() * 1e3
                 );
@@ -905,6 +971,75 @@ mod tests {
         // range is open-ended): a count of half the pages finds the same.
         let (_, short) = scan_split(&path, pages / 2, 2).unwrap().unwrap();
         assert_eq!(short, one);
+    }
+
+    /// The scan reads most pages from the file (`sqlite_file.rs`) and the
+    /// ones the log holds through SQLite: it finds what a scan of every page
+    /// through SQLite finds, whether a dirty page's latest version is in the
+    /// log or the file, and a clean version in the log wins over a dirty one
+    /// still in the file.
+    #[test]
+    fn the_file_and_sqlite_scans_agree_wherever_a_page_lies() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let conn = database(dir.path());
+        // Nothing leaves the log unless this test says so.
+        conn.execute_batch("PRAGMA wal_autocheckpoint = 0").unwrap();
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        // More stale bytes, now in the log only.
+        conn.execute_batch("PRAGMA secure_delete = OFF; DELETE FROM m WHERE rowid % 5 = 1;")
+            .unwrap();
+        let (page_size, usable) = sizes(&conn).unwrap().unwrap();
+        let scan_via = |via| {
+            scan_range(&reader(&path).unwrap(), &path, (1, MAX_PAGES), via)
+                .unwrap()
+                .unwrap()
+        };
+        let in_wal = |path: &Path| {
+            let mut wal = path.as_os_str().to_owned();
+            wal.push("-wal");
+            super::super::sqlite_file::wal_pages(Path::new(&wal), page_size)
+                .unwrap()
+                .unwrap()
+        };
+        let dirty = scan_via(Via::Sqlite);
+        assert_eq!(scan_via(Via::File), dirty);
+        let logged = in_wal(&path);
+        assert!(
+            dirty.iter().any(|p| logged.contains(p)),
+            "no dirty page in the log: the test shows nothing"
+        );
+        assert!(
+            dirty.iter().any(|p| !logged.contains(p)),
+            "no dirty page in the file: the test shows nothing"
+        );
+
+        // Clean versions in the log, dirty ones still in the file.
+        let before = rows(&conn);
+        let (written, _) = clear_batch(&conn, &dirty).unwrap().unwrap();
+        assert!(written > 0);
+        let free = freelist(&conn, usable).unwrap().unwrap();
+        let file = std::fs::read(&path).unwrap();
+        let dirty_in_file = dirty.iter().any(|&pgno| {
+            let at = (pgno as usize - 1) * page_size;
+            let Some(data) = file.get(at..at + page_size) else {
+                return false;
+            };
+            let mut scratch = Scratch::default();
+            unused(data, pgno, free.kind(pgno), usable, &mut scratch)
+                .unwrap()
+                .iter()
+                .any(|r| !is_zero(&data[r.clone()]))
+        });
+        assert!(
+            dirty_in_file,
+            "the file was cleaned too: the test shows nothing"
+        );
+        assert_eq!(scan_via(Via::Sqlite), Vec::<u32>::new());
+        assert_eq!(scan_via(Via::File), Vec::<u32>::new());
+        assert_eq!(rows(&conn), before);
+        assert_eq!(integrity(&conn), "ok");
     }
 
     #[test]
