@@ -13,6 +13,12 @@
 //! repair interval. Without the file (a crash, kill -9, a failed stop, a
 //! first start) the full reconcile runs as before.
 //!
+//! `mnemo ingest` records the file too, at the feed head, when it closes
+//! without an index write having failed since its open (which reconciled
+//! fully): a bulk load is followed by a start without the reconcile. Other
+//! commands record nothing and leave an earlier file as it is (its
+//! position is still right: the repair loop applies every change since).
+//!
 //! Not used in clustered mode (other nodes write the shared collection
 //! while this one is down). Restoring `mnemo.db` from a backup, or replacing
 //! an index directory by hand, must remove the file (the start then

@@ -38,7 +38,7 @@ impl Engine {
     pub(crate) async fn index(&self, memories: &[Memory], vectors: Vec<Vec<f32>>, refresh: bool) {
         if let Err(e) = self.try_index(memories, vectors, refresh).await {
             tracing::error!(error = %e, count = memories.len(), "index update failed; the repair loop will repair it");
-            crate::service::repair::note_index_failure();
+            self.index_write_failed();
         }
     }
 
@@ -96,7 +96,7 @@ impl Engine {
         .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "index delete failed; the repair loop will repair it");
-            crate::service::repair::note_index_failure();
+            self.index_write_failed();
         }
     }
 

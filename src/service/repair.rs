@@ -90,6 +90,19 @@ pub fn note_index_failure() {
     let _ = INDEX_PENDING.try_with(|c| c.set(true));
 }
 
+impl Engine {
+    /// A committed write's index update failed: noted for the response
+    /// ([`note_index_failure`]) and counted, so that a clean close of a
+    /// command without a repair loop does not vouch for the indexes
+    /// (`mnemo ingest`, `clean_shutdown.rs`).
+    pub(crate) fn index_write_failed(&self) {
+        note_index_failure();
+        self.repair_status()
+            .failed_index_writes
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// How far the repair loop is. Updated by the loop, read by `/readyz` and
 /// `/metrics`; all reads are atomics or a short mutex, never store work.
 #[derive(Default)]
@@ -108,6 +121,9 @@ pub struct RepairStatus {
     failures: AtomicU64,
     lexical_repaired: AtomicU64,
     vector_repaired: AtomicU64,
+    /// Committed writes whose index update failed in this process
+    /// ([`Engine::index_write_failed`]).
+    failed_index_writes: AtomicU64,
     state: Mutex<StatusState>,
 }
 
@@ -178,6 +194,12 @@ impl RepairStatus {
     pub(crate) fn start_from(&self, position: i64) {
         self.start_from
             .store(position.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Committed writes of this process whose index update failed (each
+    /// left for a repair loop or the next start's reconcile).
+    pub fn failed_index_writes(&self) -> u64 {
+        self.failed_index_writes.load(Ordering::Relaxed)
     }
 
     /// The feed position up to which a loop of this process has checked the
@@ -478,7 +500,7 @@ impl Engine {
                 Err(e) => {
                     tracing::error!(error = %e, count = rest.len(),
                         "embedding after commit failed; the repair loop will index them");
-                    note_index_failure();
+                    self.index_write_failed();
                 }
             }
         }

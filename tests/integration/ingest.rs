@@ -258,7 +258,8 @@ fn mnemo_ingest(
 
 /// `mnemo ingest` checks the whole file before it writes anything, then
 /// streams it in batches (so a million-line file is not held in memory):
-/// a bad line stops it with nothing written, or is skipped and named.
+/// a bad line stops it with nothing written, or is skipped and named. A
+/// load without index failures records a clean close.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mnemo_ingest_checks_the_whole_file_then_streams_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -297,17 +298,25 @@ async fn mnemo_ingest_checks_the_whole_file_then_streams_it() {
         "{stderr}"
     );
 
+    // It closed as a clean `mnemo serve` stop does: the next trusted start
+    // skips the full reconcile, and the search below needs nothing from one.
+    assert!(
+        data.join(mnemo::service::clean_shutdown::FILE).exists(),
+        "a bulk load without index failures records a clean close"
+    );
     let embedder = mnemo::embed::onnx::OnnxEmbedder::for_policy(
         &crate::real_embedder::ensure_assets(),
         &mnemo::policy::Policy::default(),
     )
     .unwrap();
-    let engine = Engine::builder(&data)
+    let opened = Engine::builder(&data)
         .embedder(embedder)
+        .trust_clean_shutdown(true)
         .build()
         .await
-        .unwrap()
-        .engine;
+        .unwrap();
+    assert!(opened.reconciled.from_clean_shutdown);
+    let engine = opened.engine;
     let hits = engine
         .search(SearchRequest {
             top_k: Some(20),

@@ -447,6 +447,9 @@ async fn a_clean_shutdown_replaces_the_start_up_reconcile() {
             .add(&actor, vec![long_term("cy", "gamma quoll")], true)
             .await
             .unwrap();
+        // Counted: a command's clean close (`mnemo ingest`) must not
+        // vouch for these indexes.
+        assert_eq!(engine.repair_status().failed_index_writes(), 1);
         base.shutdown().await.unwrap();
         added[0].id
     };
