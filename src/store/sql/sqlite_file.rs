@@ -67,9 +67,6 @@ impl DatabaseFile {
         if !mode.eq_ignore_ascii_case("wal") || !cfg!(unix) {
             return Ok(None);
         }
-        let io = |e: std::io::Error| {
-            crate::error::Error::internal(format!("the scan's read of the database file: {e}"))
-        };
         let Some(file) = handle(path).map_err(io)? else {
             return Ok(None);
         };
@@ -95,16 +92,22 @@ impl DatabaseFile {
 
     /// Reads pages `first..first + n` into `buf` (`n` pages long); how many
     /// were in the file (the rest are past its end).
-    pub(super) fn read(&self, first: u64, n: u64, buf: &mut [u8]) -> std::io::Result<u64> {
+    pub(super) fn read(&self, first: u64, n: u64, buf: &mut [u8]) -> crate::error::Result<u64> {
         let n = n.min((self.pages_in_file + 1).saturating_sub(first));
         let bytes = n as usize * self.page_size;
         read_at(
             &self.file,
             &mut buf[..bytes],
             (first - 1) * self.page_size as u64,
-        )?;
+        )
+        .map_err(io)?;
         Ok(n)
     }
+}
+
+/// An I/O error of these reads, for the purge's caller.
+fn io(e: std::io::Error) -> crate::error::Error {
+    crate::error::Error::internal(format!("the scan's read of the database file: {e}"))
 }
 
 /// The handle of the database file at `path`, opened once per file and

@@ -328,9 +328,7 @@ fn scan_range(
         let mut at = first;
         while at < last {
             let n = (last - at).min(FILE_CHUNK_PAGES);
-            let read = file.read(at, n, &mut chunk).map_err(|e| {
-                crate::error::Error::internal(format!("the scan's read of the database file: {e}"))
-            })?;
+            let read = file.read(at, n, &mut chunk)?;
             for i in 0..n {
                 let pgno = (at + i) as u32;
                 if Some(pgno) == lock_page {
