@@ -361,23 +361,42 @@ pub async fn run(engine: &Engine, job: JobName, dry_run: bool) -> Result<Stats> 
     }
 }
 
-/// Whether the weekly cleanup is due: never completed, or completed at least
-/// `cleanup.interval_days` ago (by the engine's clock, so restarts do not
-/// reset the week).
+/// Whether the weekly cleanup is due: `cleanup.interval_days` after its last
+/// completed run (by the engine's clock, so restarts do not reset the week).
+///
+/// A cleanup that never completed is first due one interval after the first
+/// time this asks: the call records that time in the store
+/// ([`JobStore::schedule_first_run`]), so a deployment's first start does not
+/// run a scan of every memory and a file purge beside its first searches (at
+/// 1M memories 15-20 s, and the first start after a bulk load is when a new
+/// deployment is tried). `mnemo jobs run weekly-cleanup` runs it any time.
+/// Once the recorded time has passed, a run that fails is retried at every
+/// tick until one completes.
+///
+/// [`JobStore::schedule_first_run`]: crate::store::JobStore::schedule_first_run
 pub async fn cleanup_due(engine: &Engine, now: DateTime<Utc>) -> Result<bool> {
     let every = chrono::Duration::days(engine.policy().cleanup.interval_days as i64);
-    let state = engine
-        .job_store()
-        .job_state(JobName::WeeklyCleanup.as_str())
-        .await?;
-    Ok(state
-        .and_then(|s| s.last_completed_at)
-        .is_none_or(|last| now - last >= every))
+    let job = JobName::WeeklyCleanup.as_str();
+    let state = engine.job_store().job_state(job).await?;
+    if let Some(last) = state.as_ref().and_then(|s| s.last_completed_at) {
+        return Ok(now - last >= every);
+    }
+    let first = match state.and_then(|s| s.first_due_at) {
+        Some(first) => first,
+        None => {
+            engine
+                .job_store()
+                .schedule_first_run(job, now + every)
+                .await?
+        }
+    };
+    Ok(now >= first)
 }
 
 /// The lifecycle jobs on a timer: the TTL sweep every
 /// `lifecycle.sweep_interval_secs`, then the weekly cleanup when
-/// `cleanup.interval_days` have passed since its last completed run. What
+/// `cleanup.interval_days` have passed since its last completed run (or,
+/// before any, since the timer first ran: [`cleanup_due`]). What
 /// each deletes, and why that is safe, is in `ttl.rs` and `cleanup.rs`.
 /// Another node holding a job's lease is not a failure (logged at debug).
 pub struct LifecycleJobs {

@@ -410,6 +410,10 @@ pub trait JobStore: Send + Sync {
         completed: Option<(DateTime<Utc>, serde_json::Value)>,
     ) -> Result<()>;
     async fn job_state(&self, job: &str) -> Result<Option<JobState>>;
+    /// Records `due` as the time the job's first run is due, unless a time
+    /// is recorded already (a concurrent or earlier call wins), and returns
+    /// the recorded time. One atomic upsert: nodes sharing the store agree.
+    async fn schedule_first_run(&self, job: &str, due: DateTime<Utc>) -> Result<DateTime<Utc>>;
 }
 
 /// "Forget all my data": the intent, the deletion, the tombstone.
@@ -663,13 +667,16 @@ pub struct HeatUpdate {
     pub cooled_at: DateTime<Utc>,
 }
 
-/// A job's lease and last completed run.
+/// A job's lease, last completed run, and first run's due time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobState {
     pub holder: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub last_completed_at: Option<DateTime<Utc>>,
     pub last_stats: Option<serde_json::Value>,
+    /// When the job's first run is due, recorded by
+    /// [`JobStore::schedule_first_run`] while no run has completed.
+    pub first_due_at: Option<DateTime<Utc>>,
 }
 
 /// Rows an erasure deleted from the store.

@@ -190,6 +190,7 @@ pub const TABLES: &[Table] = &[
             ("acquired_at", Int),
             ("last_completed_at", Int),
             ("last_stats", Json),
+            ("first_due_at", Int),
         ],
         key: &["name"],
         generated_key: false,

@@ -114,3 +114,48 @@ impl<F: Fn(&[&str]) + Send + Sync> mnemo::embed::Embedder for HookedEmbedder<F> 
         self.inner.embed_passages(texts)
     }
 }
+
+/// Plants `marker` in the free space of a table leaf page of the SQLite file
+/// at `db` (between its cell pointers and its cells), through SQLite's own
+/// page table, and checkpoints it into the file: a stale copy as a b-tree
+/// rebalance or a purged row leaves one, for tests of the store's purge.
+pub fn plant_in_free_space(db: &std::path::Path, marker: &[u8]) {
+    let raw = rusqlite::Connection::open(db).unwrap();
+    raw.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let pages: u32 = raw
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    let planted = (2..=pages).find(|&pgno| {
+        let mut page: Vec<u8> = raw
+            .query_row(
+                "SELECT data FROM sqlite_dbpage WHERE pgno = ?1",
+                [pgno],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let be16 = |at: usize| usize::from(u16::from_be_bytes([page[at], page[at + 1]]));
+        let (cells, content) = (be16(3), be16(5));
+        let pointers_end = 8 + 2 * cells;
+        if page[0] != 0x0d || content < pointers_end + marker.len() {
+            return false;
+        }
+        page[pointers_end..pointers_end + marker.len()].copy_from_slice(marker);
+        raw.execute(
+            "UPDATE sqlite_dbpage SET data = ?1 WHERE pgno = ?2",
+            rusqlite::params![page, pgno],
+        )
+        .unwrap();
+        true
+    });
+    assert!(planted.is_some(), "no table leaf page with room");
+    raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    assert!(file_holds(db, marker), "the marker was not planted");
+}
+
+/// Whether the file at `path` (missing: empty) holds `marker`.
+pub fn file_holds(path: &std::path::Path, marker: &[u8]) -> bool {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    bytes.windows(marker.len()).any(|w| w == marker)
+}

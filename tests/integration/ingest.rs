@@ -259,7 +259,8 @@ fn mnemo_ingest(
 /// `mnemo ingest` checks the whole file before it writes anything, then
 /// streams it in batches (so a million-line file is not held in memory):
 /// a bad line stops it with nothing written, or is skipped and named. A
-/// load without index failures records a clean close.
+/// load without index failures records a clean close, and every load ends
+/// with the store's file purge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mnemo_ingest_checks_the_whole_file_then_streams_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -335,6 +336,33 @@ async fn mnemo_ingest_checks_the_whole_file_then_streams_it() {
         "every valid line, once, in the store and the indexes"
     );
     engine.shutdown().await.unwrap();
+    drop(engine);
+
+    // A load ends with the store's file purge: a stale copy in a page's free
+    // space (as the page splits of a bulk load leave them) is gone after it,
+    // from the file and its WAL.
+    let db = data.join("mnemo.db");
+    let marker = b"A-STALE-COPY-LEFT-BY-A-PAGE-SPLIT";
+    crate::common::plant_in_free_space(&db, marker);
+    let more = dir.path().join("more.jsonl");
+    std::fs::write(
+        &more,
+        serde_json::json!({"id": "d7", "text": "one more fact about kayaks", "user_id": "ann"})
+            .to_string()
+            + "\n",
+    )
+    .unwrap();
+    let out = mnemo_ingest(&data, &more, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!crate::common::file_holds(&db, marker));
+    assert!(!crate::common::file_holds(
+        &data.join("mnemo.db-wal"),
+        marker
+    ));
 }
 
 /// The passages an embedder was given, in order.

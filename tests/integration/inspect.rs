@@ -287,6 +287,19 @@ async fn jobs_index_and_evals_are_admin_only() {
     // A dry run takes no lease and records no run.
     let r = call(&api.app, Method::GET, "/v1/jobs", Some(&api.admin), None).await;
     assert!(r.body["jobs"][0]["last_completed_at"].is_null());
+    // The timer's first check records when the cleanup's first run is due.
+    assert!(r.body["jobs"][1]["first_due_at"].is_null());
+    let now = chrono::Utc::now();
+    assert!(!mnemo::jobs::cleanup_due(&api.engine, now).await.unwrap());
+    let r = call(&api.app, Method::GET, "/v1/jobs", Some(&api.admin), None).await;
+    let due: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(r.body["jobs"][1]["first_due_at"].clone()).unwrap();
+    let week = chrono::Duration::days(7);
+    assert!(
+        (due - (now + week)).num_milliseconds().abs() <= 1,
+        "{}",
+        r.body
+    );
 
     let r = call(&api.app, Method::GET, "/v1/index", Some(&api.admin), None).await;
     assert_eq!(r.status, StatusCode::OK);

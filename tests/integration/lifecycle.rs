@@ -521,43 +521,9 @@ async fn weekly_cleanup_clears_stale_bytes_from_the_store_files() {
     seed_for_cleanup(&engine).await;
     let db = dir.path().join("mnemo.db");
     let marker = b"A-STALE-COPY-OF-A-PURGED-MEMORY";
-    // Planted, through SQLite's own page table, in the unallocated area of
-    // a table leaf page (between its cell pointers and its cells).
+    plant_in_free_space(&db, marker);
     let raw = rusqlite::Connection::open(&db).unwrap();
-    raw.busy_timeout(std::time::Duration::from_secs(10))
-        .unwrap();
-    let pages: u32 = raw
-        .query_row("PRAGMA page_count", [], |r| r.get(0))
-        .unwrap();
-    let planted = (2..=pages).find(|&pgno| {
-        let mut page: Vec<u8> = raw
-            .query_row(
-                "SELECT data FROM sqlite_dbpage WHERE pgno = ?1",
-                [pgno],
-                |r| r.get(0),
-            )
-            .unwrap();
-        let be16 = |at: usize| usize::from(u16::from_be_bytes([page[at], page[at + 1]]));
-        let (cells, content) = (be16(3), be16(5));
-        let pointers_end = 8 + 2 * cells;
-        if page[0] != 0x0d || content < pointers_end + marker.len() {
-            return false;
-        }
-        page[pointers_end..pointers_end + marker.len()].copy_from_slice(marker);
-        raw.execute(
-            "UPDATE sqlite_dbpage SET data = ?1 WHERE pgno = ?2",
-            rusqlite::params![page, pgno],
-        )
-        .unwrap();
-        true
-    });
-    assert!(planted.is_some(), "no table leaf page with room");
-    raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .unwrap();
-    let holds = |name: &str| {
-        let bytes = std::fs::read(dir.path().join(name)).unwrap_or_default();
-        bytes.windows(marker.len()).any(|w| w == marker)
-    };
+    let holds = |name: &str| file_holds(&dir.path().join(name), marker);
     assert!(holds("mnemo.db"), "the marker was not planted");
 
     jobs::run(&engine, JobName::WeeklyCleanup, true)
@@ -581,6 +547,23 @@ async fn weekly_cleanup_recomputes_importance_and_deletes_the_forgotten() {
     let engine = engine_in(dir.path(), Arc::new(clock.clone())).await;
     let [trivia, used, nurse, reference] = seed_for_cleanup(&engine).await;
     let before_ref = engine.get(&cli(), reference).await.unwrap();
+    // Never run: the first check, a week before the first run below, records
+    // the first run as due one interval later (not at once, as a first
+    // start would otherwise run it), and a check before then does not move it.
+    let first_check = clock_now(&clock) - Duration::weeks(1);
+    assert!(!jobs::cleanup_due(&engine, first_check).await.unwrap());
+    assert!(
+        !jobs::cleanup_due(&engine, clock_now(&clock) - Duration::seconds(1))
+            .await
+            .unwrap()
+    );
+    let state = engine
+        .job_store()
+        .job_state("weekly-cleanup")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.first_due_at, Some(clock_now(&clock)));
     for week in 0..5 {
         clock.set(t0() + Duration::weeks(week));
         engine

@@ -76,6 +76,7 @@ contract_tests!(
     write_heat_cools_without_a_version_change,
     leases_exclude_renew_expire_and_release,
     two_nodes_racing_for_a_lease_one_wins,
+    a_first_run_is_scheduled_once,
     erase_user_leaves_nothing_and_spares_others,
     erase_user_works_in_batches_and_lets_other_users_write,
     export_and_import_rows_copy_a_store,
@@ -1130,6 +1131,7 @@ async fn leases_exclude_renew_expire_and_release(b: Backend) {
             lease_expires_at: None,
             last_completed_at: Some(now + min * 21),
             last_stats: Some(stats.clone()),
+            first_due_at: None,
         }
     );
     // A release without completion keeps the last run's record.
@@ -1140,6 +1142,70 @@ async fn leases_exclude_renew_expire_and_release(b: Backend) {
     s.release_lease("ttl-sweep", "c", None).await.unwrap();
     let state = s.job_state("ttl-sweep").await.unwrap().unwrap();
     assert_eq!((state.holder, state.last_stats), (None, Some(stats)));
+}
+
+/// The first recorded due time stays: a later call (a restart, or another
+/// node) gets it back instead of moving it, and a lease neither sets nor
+/// clears it.
+async fn a_first_run_is_scheduled_once(b: Backend) {
+    let s = b.store.as_ref();
+    let now = t0();
+    let week = Duration::weeks(1);
+    assert_eq!(
+        s.schedule_first_run("weekly-cleanup", now + week)
+            .await
+            .unwrap(),
+        now + week
+    );
+    assert_eq!(
+        s.schedule_first_run("weekly-cleanup", now + week * 2)
+            .await
+            .unwrap(),
+        now + week,
+        "an earlier record wins"
+    );
+    let other = b.second_node().await;
+    assert_eq!(
+        other
+            .schedule_first_run("weekly-cleanup", now + week * 3)
+            .await
+            .unwrap(),
+        now + week
+    );
+    assert!(s
+        .acquire_lease(
+            "weekly-cleanup",
+            "a",
+            now + week,
+            now + week + Duration::minutes(5)
+        )
+        .await
+        .unwrap());
+    s.release_lease("weekly-cleanup", "a", None).await.unwrap();
+    let state = s.job_state("weekly-cleanup").await.unwrap().unwrap();
+    assert_eq!(
+        (state.first_due_at, state.last_completed_at, state.holder),
+        (Some(now + week), None, None)
+    );
+    // A job with a lease row but no record gets one.
+    assert!(s
+        .acquire_lease("ttl-sweep", "a", now, now + Duration::minutes(5))
+        .await
+        .unwrap());
+    assert_eq!(
+        s.schedule_first_run("ttl-sweep", now + week).await.unwrap(),
+        now + week
+    );
+    assert_eq!(
+        s.job_state("ttl-sweep")
+            .await
+            .unwrap()
+            .unwrap()
+            .holder
+            .as_deref(),
+        Some("a"),
+        "scheduling leaves the lease alone"
+    );
 }
 
 async fn two_nodes_racing_for_a_lease_one_wins(b: Backend) {

@@ -525,6 +525,10 @@ pub struct JobView {
     pub running: bool,
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub last_completed_at: Option<DateTime<Utc>>,
+    /// Before any run has completed: when the first run is due (the weekly
+    /// cleanup records it at the service's first start, one interval later);
+    /// `null` when not recorded.
+    pub first_due_at: Option<DateTime<Utc>>,
     /// The last run's counters (`scanned`, `counts`, `elapsed_ms`, …);
     /// `null` before the first run.
     #[schema(value_type = Option<Object>)]
@@ -568,6 +572,10 @@ pub async fn jobs(State(state): State<AppState>, Auth(actor): Auth) -> Result<Js
                 .is_some_and(|s| s.holder.is_some() && s.lease_expires_at.is_some_and(|e| e > now)),
             lease_expires_at: s.as_ref().and_then(|s| s.lease_expires_at),
             last_completed_at: s.as_ref().and_then(|s| s.last_completed_at),
+            first_due_at: s
+                .as_ref()
+                .filter(|s| s.last_completed_at.is_none())
+                .and_then(|s| s.first_due_at),
             last_stats: s.and_then(|s| s.last_stats),
         });
     }

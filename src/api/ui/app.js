@@ -749,7 +749,7 @@ async function drawJobs(box) {
     return el('tr', { 'data-job': j.job },
       td('Job', j.job), td('Every', j.interval_secs >= 86400 ? (j.interval_secs / 86400) + ' d' : j.interval_secs + ' s'),
       td('State', j.running ? 'running' : 'idle'),
-      td('Last run', j.last_completed_at ? when(j.last_completed_at) : 'never'),
+      td('Last run', j.last_completed_at ? when(j.last_completed_at) : j.first_due_at ? 'never (first due ' + when(j.first_due_at) + ')' : 'never'),
       td('Last result', s.scanned !== undefined ? 'scanned ' + s.scanned + (counts ? ' · ' + counts : '') + ' · ' + s.elapsed_ms + ' ms' : '—'),
       td('', el('button', { type: 'button', class: 'dry', text: 'Dry run', onclick: async () => {
         fill(preview, el('p', { class: 'muted', text: 'Running ' + j.job + ' dry…' }));

@@ -184,7 +184,8 @@ impl JobStore for SqlStore<D> {
 
     async fn job_state(&self, job: &str) -> Result<Option<JobState>> {
         let row = sqlx::query(
-            "SELECT holder, lease_expires_at, last_completed_at, last_stats FROM job_leases WHERE name = $1",
+            "SELECT holder, lease_expires_at, last_completed_at, last_stats, first_due_at \
+             FROM job_leases WHERE name = $1",
         )
         .bind(job)
         .fetch_optional(&self.pool)
@@ -196,8 +197,23 @@ impl JobStore for SqlStore<D> {
                 lease_expires_at: r.try_get::<Option<i64>, _>(1)?.map(from_ms),
                 last_completed_at: r.try_get::<Option<i64>, _>(2)?.map(from_ms),
                 last_stats: stats.map(|Json(s)| s),
+                first_due_at: r.try_get::<Option<i64>, _>(4)?.map(from_ms),
             })
         })
         .transpose()
+    }
+
+    async fn schedule_first_run(&self, job: &str, due: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        let recorded: i64 = sqlx::query_scalar(
+            "INSERT INTO job_leases (name, first_due_at) VALUES ($1, $2) \
+             ON CONFLICT (name) DO UPDATE SET \
+                 first_due_at = COALESCE(job_leases.first_due_at, excluded.first_due_at) \
+             RETURNING first_due_at",
+        )
+        .bind(job)
+        .bind(ms(due))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(from_ms(recorded))
     }
 }

@@ -716,6 +716,7 @@ class JobView(Response):
     running: bool
     lease_expires_at: Optional[datetime] = None
     last_completed_at: Optional[datetime] = None
+    first_due_at: Optional[datetime] = None
     last_stats: Optional[Dict[str, Any]] = None
 
 
