@@ -53,8 +53,11 @@ pub fn text_analyzer() -> TextAnalyzer {
 /// The query's Chinese stop words: the function words (虚词: adverbs,
 /// prepositions, conjunctions, particles, interjections) and pronouns of
 /// NLTK's Chinese list, by the part of speech jieba's dictionary gives them,
-/// and the copula 是 and existential 有, which jieba tags as verbs: the
-/// counterparts of "is" and "have", which the English list drops. NLTK's
+/// and the verbs that stand where the English list drops its auxiliaries:
+/// the copula 是 ("is") and existential 有 ("have"), which NLTK's list holds
+/// and jieba tags as verbs, and the light verb 做 ("do": "我周末做什么运动？"
+/// is "what do I do at weekends"), which NLTK's list lacks. Compounds keep
+/// their meaning: jieba reads 做饭 ("cook") as one word. NLTK's
 /// list also holds content words — 今天, 开始, 安全, 严重, 一天 — that a
 /// question about a memory may turn on; the test
 /// `the_chinese_stop_words_are_the_function_words_of_nltks_list` derives
@@ -213,6 +216,9 @@ mod tests {
         for kept in ["存钱", "买房", "目标", "多少"] {
             assert!(zh.contains(&kept.to_string()), "{kept} not in {zh:?}");
         }
+        // The light verb goes as "do" does; a compound with it stays.
+        assert_eq!(query_tokens("我周末做什么运动？", true), ["周末", "运动"]);
+        assert!(query_tokens("我周末做饭吗？", true).contains(&"做饭".to_string()));
         // Off, the query reads as the index does.
         assert_eq!(
             query_tokens("What do I do for a living?", false),
@@ -220,8 +226,9 @@ mod tests {
         );
     }
 
-    /// The verbs of NLTK's Chinese list that are stop words all the same.
-    const COPULAS: [&str; 2] = ["是", "有"];
+    /// The counterparts of the English list's auxiliaries "is", "have" and
+    /// "do": stop words though jieba tags them as verbs.
+    const AUXILIARIES: [&str; 3] = ["是", "有", "做"];
 
     #[test]
     fn the_chinese_stop_words_are_the_function_words_of_nltks_list() {
@@ -232,17 +239,20 @@ mod tests {
             matches!(tag, "r" | "d" | "p" | "c" | "y" | "e" | "o" | "zg") || tag.starts_with('u')
         };
         let jieba = tantivy_jieba::jieba_rs::Jieba::new();
-        let derived: Vec<&str> = stop_words::get("zh")
+        let nltk = stop_words::get("zh");
+        let mut derived: Vec<&str> = nltk
             .iter()
             .copied()
             .filter(|w| match jieba.tag(w, false).as_slice() {
-                [one] => one.word == *w && (function_word(one.tag) || COPULAS.contains(w)),
+                [one] => one.word == *w && (function_word(one.tag) || AUXILIARIES.contains(w)),
                 _ => false,
             })
             .collect();
+        // Those NLTK's list lacks come last.
+        derived.extend(AUXILIARIES.iter().filter(|w| !nltk.contains(w)));
         let shipped: Vec<&str> = ZH_STOP_WORDS.lines().collect();
         assert_eq!(shipped, derived);
-        for w in COPULAS {
+        for w in AUXILIARIES {
             assert!(shipped.contains(&w), "{w}");
         }
         for kept in ["今天", "开始", "多少", "几"] {
