@@ -53,11 +53,12 @@ pub fn text_analyzer() -> TextAnalyzer {
 /// The query's Chinese stop words: the function words (虚词: adverbs,
 /// prepositions, conjunctions, particles, interjections) and pronouns of
 /// NLTK's Chinese list, by the part of speech jieba's dictionary gives them,
-/// and the verbs that stand where the English list drops its auxiliaries:
-/// the copula 是 ("is") and existential 有 ("have"), which NLTK's list holds
-/// and jieba tags as verbs, and the light verb 做 ("do": "我周末做什么运动？"
-/// is "what do I do at weekends"), which NLTK's list lacks. Compounds keep
-/// their meaning: jieba reads 做饭 ("cook") as one word. NLTK's
+/// and the verbs that stand where the English list drops its auxiliaries
+/// and modals ("is", "have", "do", "can", "will", "should"): the copula 是,
+/// existential 有, modals 能, 要 and 应该, which NLTK's list holds and jieba
+/// tags as verbs, and the light verb 做 ("我周末做什么运动？": "what do I do
+/// at weekends") and modal 会, which NLTK's list lacks. Compounds keep their
+/// meaning: jieba reads 做饭 ("cook") and 会议 ("meeting") as one word. NLTK's
 /// list also holds content words — 今天, 开始, 安全, 严重, 一天 — that a
 /// question about a memory may turn on; the test
 /// `the_chinese_stop_words_are_the_function_words_of_nltks_list` derives
@@ -216,9 +217,15 @@ mod tests {
         for kept in ["存钱", "买房", "目标", "多少"] {
             assert!(zh.contains(&kept.to_string()), "{kept} not in {zh:?}");
         }
-        // The light verb goes as "do" does; a compound with it stays.
+        // The light verb and the modals go as "do" and "will" do; compounds
+        // with them stay.
         assert_eq!(query_tokens("我周末做什么运动？", true), ["周末", "运动"]);
+        let commute = query_tokens("我每天怎么去上班，路上要多久？", true);
+        assert!(!commute.contains(&"要".to_string()), "{commute:?}");
+        assert!(commute.contains(&"上班".to_string()), "{commute:?}");
+        assert_eq!(query_tokens("你会说中文吗？", true), ["说", "中文"]);
         assert!(query_tokens("我周末做饭吗？", true).contains(&"做饭".to_string()));
+        assert!(query_tokens("周五的会议几点？", true).contains(&"会议".to_string()));
         // Off, the query reads as the index does.
         assert_eq!(
             query_tokens("What do I do for a living?", false),
@@ -226,9 +233,10 @@ mod tests {
         );
     }
 
-    /// The counterparts of the English list's auxiliaries "is", "have" and
-    /// "do": stop words though jieba tags them as verbs.
-    const AUXILIARIES: [&str; 3] = ["是", "有", "做"];
+    /// The counterparts of the English list's auxiliaries and modals ("is",
+    /// "have", "do", "can", "will", "should"): stop words though jieba tags
+    /// them as verbs.
+    const AUXILIARIES: [&str; 7] = ["是", "有", "做", "能", "会", "应该", "要"];
 
     #[test]
     fn the_chinese_stop_words_are_the_function_words_of_nltks_list() {
