@@ -12,6 +12,7 @@ use crate::domain::corpus::CorpusLine;
 use crate::domain::Actor;
 use crate::domain::{Kind, NewMemory, Scope, Tier};
 use crate::embed::onnx::OnnxEmbedder;
+use crate::service::clean_shutdown::CommandEngine;
 use crate::service::{Engine, Legs, SearchRequest};
 use crate::store::url::StoreUrl;
 use crate::vector::VectorBackend;
@@ -361,10 +362,12 @@ fn setup(g: &GlobalArgs, verify: bool, all_models: bool) -> anyhow::Result<()> {
 }
 
 /// Runs `setup` first when assets are missing, so that the first run on a
-/// fresh machine needs no separate step.
-async fn open_engine(g: &GlobalArgs) -> anyhow::Result<Engine> {
+/// fresh machine needs no separate step. Opens as `mnemo serve` does after a
+/// clean stop, without the full reconcile; close it with
+/// [`CommandEngine::close`] to record a clean close again (`clean_shutdown.rs`).
+async fn open_engine(g: &GlobalArgs) -> anyhow::Result<CommandEngine> {
     ensure_assets(g)?;
-    Ok(g.engine_builder()?.build().await?.engine)
+    Ok(CommandEngine::open(g.engine_builder()?).await?)
 }
 
 async fn add(g: &GlobalArgs, a: AddArgs) -> anyhow::Result<()> {
@@ -383,7 +386,7 @@ async fn add(g: &GlobalArgs, a: AddArgs) -> anyhow::Result<()> {
     for m in &added {
         println!("{} {} {}", m.id, m.tier, m.status);
     }
-    engine.shutdown().await?;
+    engine.close().await?;
     Ok(())
 }
 
@@ -438,7 +441,7 @@ async fn search(g: &GlobalArgs, s: SearchArgs) -> anyhow::Result<()> {
             );
         }
     }
-    engine.shutdown().await?;
+    engine.close().await?;
     Ok(())
 }
 
@@ -542,14 +545,9 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
     for p in &problems {
         eprintln!("skipped {p}");
     }
-    ensure_assets(g)?;
-    // Opened with the full reconcile: from here the indexes agree with the
-    // store, and this command's writes keep them so unless one fails.
-    let opened = g.engine_builder()?.build().await?;
-    // Where a clean close is recorded, as `mnemo serve` records it: not in
-    // clustered mode (other nodes write the shared collection).
-    let clean_close = opened.follower.is_none().then(|| g.data_dir.clone());
-    let engine = opened.engine;
+    // From the open on the indexes agree with the store, and this command's
+    // writes keep them so unless one fails.
+    let engine = open_engine(g).await?;
     let started = std::time::Instant::now();
     let pb = progress_bar(count, "ingest");
     let actor = Actor::local("cli");
@@ -586,20 +584,10 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
     // rewrite them all before it could answer; the weekly cleanup, whose
     // purge would also clear them, first runs a week after the first start.
     engine.store().purge_erased().await?;
-    // A clean close, as a clean `mnemo serve` stop records one
-    // (`clean_shutdown.rs`): every write since the open's reconcile was
-    // indexed without a failure, and nothing else writes while this process
-    // holds the indexes, so they agree with the store up to the feed head.
-    // The next `mnemo serve` then starts without the full reconcile (at 1M
-    // memories: 14-17 s and 0.4 GB of memory kept). After a failure the
-    // next start reconciles, or its repair loop applies the changes since an
-    // earlier marker.
-    let head = engine.store().change_feed_head().await?;
-    let consistent = engine.repair_status().failed_index_writes() == 0;
-    engine.shutdown().await?;
-    if let (Some(dir), true) = (clean_close, consistent) {
-        crate::service::clean_shutdown::record(&dir, head)?;
-    }
+    // A clean close, as a clean `mnemo serve` stop records one: the next
+    // `mnemo serve` starts without the full reconcile (at 1M memories:
+    // 14-17 s and 0.4 GB of memory kept).
+    engine.close().await?;
     Ok(())
 }
 
@@ -636,7 +624,7 @@ async fn stats(g: &GlobalArgs) -> anyhow::Result<()> {
     for (tier, status, n) in &s.store.by_tier_status {
         println!("  {tier:<10} {status:<10} {n}");
     }
-    engine.shutdown().await?;
+    engine.close().await?;
     Ok(())
 }
 
@@ -852,7 +840,7 @@ async fn forget(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Result<()> 
     let engine = open_engine(g).await?;
     let receipt = engine.forget_user(&tenant_operator(tenant), user).await?;
     println!("{}", serde_json::to_string_pretty(&receipt)?);
-    engine.shutdown().await?;
+    engine.close().await?;
     Ok(())
 }
 
@@ -876,7 +864,7 @@ async fn export(
         }
     };
     eprintln!("exported {:?}, sha256 {}", manifest.counts, manifest.sha256);
-    engine.shutdown().await?;
+    engine.close().await?;
     Ok(())
 }
 
@@ -893,7 +881,7 @@ async fn import(
         .import_user(&tenant_operator(tenant), user, &data, replace)
         .await?;
     println!("{}", serde_json::to_string_pretty(&report)?);
-    engine.shutdown().await?;
+    engine.close().await?;
     Ok(())
 }
 
@@ -902,9 +890,8 @@ async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Res
     let v = engine
         .verify_erasure(&tenant_operator(tenant), user)
         .await?;
-    engine.shutdown().await?;
-    drop(engine);
-    // Then the files themselves, store by store (see `service::erasure::scan`).
+    engine.close().await?; // consumed: the index locks are released
+                           // Then the files themselves, store by store (see `service::erasure::scan`).
     let files = crate::service::erasure::scan::scan_data_dir_for_user(&g.data_dir, tenant, user)?;
     let mut out = serde_json::to_value(&v)?;
     out["files"] = serde_json::to_value(&files)?;
@@ -1049,7 +1036,7 @@ async fn run_job(
 ) -> anyhow::Result<()> {
     let engine = open_engine(g).await?;
     let stats = crate::jobs::run(&engine, name, dry_run).await;
-    engine.shutdown().await?;
+    engine.close().await?;
     let stats = stats?;
     if json {
         println!("{}", serde_json::to_string_pretty(&stats)?);

@@ -201,7 +201,7 @@ impl EngineBuilder {
                 engine.repair_status().start_from(position);
                 tracing::info!(
                     position,
-                    "clean shutdown recorded: the repair loop applies the changes since, no full reconcile"
+                    "clean shutdown recorded: no full reconcile; the changes since are applied from the feed"
                 );
                 ReconcileReport {
                     from_clean_shutdown: true,

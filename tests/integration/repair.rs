@@ -151,6 +151,20 @@ fn flaky(base: &Engine) -> (Engine, Arc<AtomicBool>) {
     (engine, fail)
 }
 
+/// Adds a memory through `base`'s store while its index writes fail: the
+/// store and the change feed have it, the indexes do not.
+async fn add_unindexed(base: &Engine, actor: &Actor, user: &str, text: &str) -> Uuid {
+    let (engine, fail) = flaky(base);
+    fail.store(true, Ordering::SeqCst);
+    let added = engine
+        .add(actor, vec![long_term(user, text)], true)
+        .await
+        .unwrap();
+    // Counted: a command's clean close must not vouch for these indexes.
+    assert_eq!(engine.repair_status().failed_index_writes(), 1);
+    added[0].id
+}
+
 async fn finds(engine: &Engine, user: &str, query: &str, legs: Legs) -> Vec<Uuid> {
     let mut req = SearchRequest::new(Scope::user(user), query);
     req.legs = legs;
@@ -441,17 +455,9 @@ async fn a_clean_shutdown_replaces_the_start_up_reconcile() {
     // memory whose index updates fail. The store and the feed have it.
     let lost = {
         let base = open(false).await.unwrap().engine;
-        let (engine, fail) = flaky(&base);
-        fail.store(true, Ordering::SeqCst);
-        let added = engine
-            .add(&actor, vec![long_term("cy", "gamma quoll")], true)
-            .await
-            .unwrap();
-        // Counted: a command's clean close (`mnemo ingest`) must not
-        // vouch for these indexes.
-        assert_eq!(engine.repair_status().failed_index_writes(), 1);
+        let id = add_unindexed(&base, &actor, "cy", "gamma quoll").await;
         base.shutdown().await.unwrap();
-        added[0].id
+        id
     };
     assert!(marker.exists(), "an untrusted open leaves the record alone");
 
@@ -484,4 +490,71 @@ async fn a_clean_shutdown_replaces_the_start_up_reconcile() {
     assert!(!opened.reconciled.from_clean_shutdown);
     assert_eq!(opened.reconciled.store_indexed, 2);
     opened.engine.shutdown().await.unwrap();
+}
+
+/// A command-line command (`mnemo add`, `search`, `jobs run`, …) opens as a
+/// clean `mnemo serve` start does: it uses up the record of a clean close
+/// and, having no repair loop, applies the changes since before it returns
+/// (here a memory whose index updates were lost while nothing ran); its
+/// close records a clean close again. Without a record it reconciles fully.
+#[tokio::test]
+async fn a_command_catches_up_from_a_clean_close_and_records_one_again() {
+    use mnemo::service::clean_shutdown::{CommandEngine, FILE};
+
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join(FILE);
+    let policy = crate::common::on_hashing_scale(mnemo::policy::Policy::default());
+    let builder = || {
+        Engine::builder(dir.path())
+            .policy(policy.clone())
+            .embedder(Arc::new(mnemo::embed::hashing::HashingEmbedder::new(64)))
+    };
+    let actor = Actor::local("test");
+
+    // Nothing recorded: the full reconcile; the close records.
+    let command = CommandEngine::open(builder()).await.unwrap();
+    assert!(!command.reconciled().from_clean_shutdown);
+    command
+        .add(&actor, vec![long_term("cy", "alpha wombat")], true)
+        .await
+        .unwrap();
+    command.close().await.unwrap();
+    assert!(marker.exists(), "a command's clean close is recorded");
+
+    // An untrusted open writes a memory whose index updates fail: the store
+    // and the feed have it, the indexes do not.
+    let lost = {
+        let base = builder().build().await.unwrap().engine;
+        let id = add_unindexed(&base, &actor, "cy", "gamma quoll").await;
+        base.shutdown().await.unwrap();
+        id
+    };
+    assert!(marker.exists(), "an untrusted open leaves the record alone");
+
+    // The next command uses the record up and has indexed the lost memory
+    // before it returns: no reconcile ran and no loop is running.
+    let command = CommandEngine::open(builder()).await.unwrap();
+    assert!(command.reconciled().from_clean_shutdown);
+    assert_eq!(command.reconciled().store_indexed, 0, "no full reconcile");
+    assert!(!marker.exists(), "a record is used once");
+    assert_eq!(
+        finds(&command, "cy", "gamma quoll", Legs::Lexical).await,
+        vec![lost]
+    );
+    assert!(finds(&command, "cy", "gamma quoll", Legs::Vector)
+        .await
+        .contains(&lost));
+    command.close().await.unwrap();
+    assert!(marker.exists(), "recorded again at the close");
+
+    // A command that ends without its close (an error, a kill) leaves no
+    // record: the next open reconciles fully.
+    let command = CommandEngine::open(builder()).await.unwrap();
+    command.shutdown().await.unwrap();
+    drop(command);
+    assert!(!marker.exists());
+    let command = CommandEngine::open(builder()).await.unwrap();
+    assert!(!command.reconciled().from_clean_shutdown);
+    assert_eq!(command.reconciled().store_indexed, 2);
+    command.close().await.unwrap();
 }
