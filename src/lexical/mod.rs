@@ -87,6 +87,11 @@ pub trait LexicalIndex: Send + Sync {
             .filter(|(id, _)| wanted.contains(id))
             .collect())
     }
+    /// How many committed documents there are (`mnemo stats`, the
+    /// inspector). The default counts `entries`; backends override it.
+    fn entry_count(&self) -> Result<usize> {
+        Ok(self.entries()?.len())
+    }
     fn count_owner(&self, owner: &Owner) -> Result<usize>;
     fn clear(&self) -> Result<()>;
 }

@@ -458,6 +458,10 @@ impl LexicalIndex for TantivyIndex {
         Ok(out)
     }
 
+    fn entry_count(&self) -> Result<usize> {
+        Ok(self.reader.searcher().num_docs() as usize)
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         count_owner(&self.reader, &self.fields, owner)
     }
@@ -989,6 +993,11 @@ mod tests {
         index.upsert(vec![d.clone(), d.clone()]).unwrap();
         index.commit().unwrap();
         assert_eq!(index.entries().unwrap(), [(d.id, 3)]);
+        assert_eq!(
+            index.entry_count().unwrap(),
+            1,
+            "a replaced document counts once"
+        );
     }
 
     #[test]
@@ -1006,6 +1015,11 @@ mod tests {
             [b.id]
         );
         assert_eq!(index.entries().unwrap(), [(b.id, 1)]);
+        assert_eq!(
+            index.entry_count().unwrap(),
+            1,
+            "a deleted document is not counted"
+        );
     }
 
     #[test]

@@ -274,7 +274,7 @@ impl Engine {
         let lexical = self.0.lexical.clone();
         let vectors = self.0.vectors.clone();
         let (lexical_docs, vector_points) =
-            blocking(move || Ok((lexical.entries()?.len(), vectors.entries()?.len()))).await?;
+            blocking(move || Ok((lexical.entry_count()?, vectors.entry_count()?))).await?;
         Ok(EngineStats {
             store,
             lexical_docs,

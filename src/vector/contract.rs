@@ -414,17 +414,19 @@ pub(crate) fn clear_removes_everything_and_the_index_stays_usable(make: &dyn Fn(
     assert_eq!(idx.entries().unwrap(), vec![(id, 1)]);
 }
 
-/// `entries` and `count_owner` reflect every upsert, replacement and delete
-/// at once (a backend must read its own writes).
+/// `entries`, `entry_count` and `count_owner` reflect every upsert,
+/// replacement and delete at once (a backend must read its own writes).
 pub(crate) fn entries_and_counts_follow_every_write(make: &dyn Fn(usize) -> Fixture) {
     let fx = make(4);
     let idx = fx.index();
     assert!(idx.entries().unwrap().is_empty());
     let mut rng = StdRng::seed_from_u64(21);
     let mut points = population(&mut rng, 4, 40, "default");
+    assert_eq!(idx.entry_count().unwrap(), 0);
     idx.upsert(points.clone()).unwrap();
     let want = |points: &[VectorPoint]| sorted(points.iter().map(|p| (p.id, p.version)).collect());
     assert_eq!(sorted(idx.entries().unwrap()), want(&points));
+    assert_eq!(idx.entry_count().unwrap(), points.len());
     for owner in [alice(), bob()] {
         let n = points.iter().filter(|p| p.owner == owner).count();
         assert_eq!(idx.count_owner(&owner).unwrap(), n);
@@ -437,6 +439,11 @@ pub(crate) fn entries_and_counts_follow_every_write(make: &dyn Fn(usize) -> Fixt
     let gone: Vec<Uuid> = points.drain(30..).map(|p| p.id).collect();
     idx.delete(&gone).unwrap();
     assert_eq!(sorted(idx.entries().unwrap()), want(&points));
+    assert_eq!(
+        idx.entry_count().unwrap(),
+        points.len(),
+        "replaced once, deleted gone"
+    );
     let n = points.iter().filter(|p| p.owner == alice()).count();
     assert_eq!(idx.count_owner(&alice()).unwrap(), n);
     assert_eq!(

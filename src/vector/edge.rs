@@ -1106,6 +1106,17 @@ impl VectorIndex for EdgeVectorIndex {
             .collect()
     }
 
+    fn entry_count(&self) -> Result<usize> {
+        self.with_shard(|shard| {
+            shard
+                .count(CountRequest {
+                    filter: None,
+                    exact: true,
+                })
+                .map_err(|e| engine("counting the points", e))
+        })
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         self.with_shard(|shard| {
             shard

@@ -85,6 +85,11 @@ pub trait VectorIndex: Send + Sync {
             .filter(|(id, _)| wanted.contains(id))
             .collect())
     }
+    /// How many points there are (`mnemo stats`, the inspector). The
+    /// default counts `entries`; backends override it with their own count.
+    fn entry_count(&self) -> Result<usize> {
+        Ok(self.entries()?.len())
+    }
     /// How many points an owner has (for erasure verification).
     fn count_owner(&self, owner: &Owner) -> Result<usize>;
     /// Makes every write so far durable.

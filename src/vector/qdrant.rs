@@ -672,6 +672,10 @@ impl VectorIndex for QdrantServerIndex {
             .collect()
     }
 
+    fn entry_count(&self) -> Result<usize> {
+        self.count(Filter::default(), "counting the points")
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         self.count(owner_filter(owner), "counting an owner's points")
     }

@@ -276,6 +276,10 @@ impl VectorIndex for PartitionedIndex {
         Ok(found)
     }
 
+    fn entry_count(&self) -> Result<usize> {
+        Ok(self.reference.entry_count()? + self.users.entry_count()?)
+    }
+
     fn count_owner(&self, owner: &Owner) -> Result<usize> {
         self.part(owner).count_owner(owner)
     }
