@@ -65,14 +65,22 @@ pub fn text_analyzer() -> TextAnalyzer {
 /// this file again from the two sources and compares.
 const ZH_STOP_WORDS: &str = include_str!("zh_stop_words.txt");
 
+/// The English modals whose negative contractions NLTK's list holds
+/// ("couldn", "wouldn", "mightn", "mustn", "shan") but not the words
+/// themselves, while it drops "can", "will" and "should": the counterparts
+/// of the Chinese modals 能, 会, 要 and 应该. "may" stays: it is also the
+/// month a question names ("what did I do in May?").
+const EN_MODALS: [&str; 5] = ["could", "would", "might", "must", "shall"];
+
 /// The query's stop words: NLTK's English list (Snowball's, as PostgreSQL's
-/// `english` configuration) and [`ZH_STOP_WORDS`], lower case, matched
-/// before stemming.
+/// `english` configuration) with [`EN_MODALS`], and [`ZH_STOP_WORDS`], lower
+/// case, matched before stemming.
 static STOP_WORDS: LazyLock<StopWordFilter> = LazyLock::new(|| {
     StopWordFilter::remove(
         stop_words::get("en")
             .iter()
             .copied()
+            .chain(EN_MODALS)
             .chain(ZH_STOP_WORDS.lines())
             .map(str::to_lowercase),
     )
@@ -224,6 +232,11 @@ mod tests {
         assert!(!commute.contains(&"要".to_string()), "{commute:?}");
         assert!(commute.contains(&"上班".to_string()), "{commute:?}");
         assert_eq!(query_tokens("你会说中文吗？", true), ["说", "中文"]);
+        assert_eq!(
+            query_tokens("Would Caroline still want to move abroad?", true),
+            ["carolin", "still", "want", "move", "abroad"]
+        );
+        assert_eq!(query_tokens("What did I do in May?", true), ["may"]);
         assert!(query_tokens("我周末做饭吗？", true).contains(&"做饭".to_string()));
         assert!(query_tokens("周五的会议几点？", true).contains(&"会议".to_string()));
         // Off, the query reads as the index does.
