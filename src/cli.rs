@@ -890,8 +890,9 @@ async fn verify_erasure(g: &GlobalArgs, tenant: &str, user: &str) -> anyhow::Res
     let v = engine
         .verify_erasure(&tenant_operator(tenant), user)
         .await?;
-    engine.close().await?; // consumed: the index locks are released
-                           // Then the files themselves, store by store (see `service::erasure::scan`).
+    // Closing consumes the engine and releases the index locks. Then the
+    // files themselves, store by store (see `service::erasure::scan`).
+    engine.close().await?;
     let files = crate::service::erasure::scan::scan_data_dir_for_user(&g.data_dir, tenant, user)?;
     let mut out = serde_json::to_value(&v)?;
     out["files"] = serde_json::to_value(&files)?;
