@@ -125,10 +125,32 @@ impl AddRequest {
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AddedMemory {
+    /// The memory that holds the item: the new one, or the stored memory it
+    /// reinforced or promoted.
     pub id: Uuid,
     pub tier: Tier,
     /// `pending` when confidence was below the policy's threshold.
     pub status: Status,
+    /// What the write did with the item.
+    pub outcome: AddOutcome,
+    /// With `superseded`: the memory the item replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<Uuid>,
+}
+
+/// What a write did with one item (the memory lifecycle).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AddOutcome {
+    /// Stored as a new memory.
+    Created,
+    /// The same fact was stored already: that memory was reinforced.
+    Reinforced,
+    /// The same fact was a pending candidate: it is now active.
+    Promoted,
+    /// Stored as a new memory replacing an earlier one (named, or a detected
+    /// correction).
+    Superseded,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -160,15 +182,26 @@ pub async fn add(
     Json(body): Json<AddRequest>,
 ) -> Result<impl IntoResponse> {
     let (items, refresh) = body.into_items()?;
-    let added = state.engine.add(&actor, items, refresh).await?;
+    let added = state.engine.remember(&actor, items, refresh).await?;
     let response = AddResponse {
-        ids: added.iter().map(|m| m.id).collect(),
+        ids: added.iter().map(|r| r.memory.id).collect(),
         memories: added
             .iter()
-            .map(|m| AddedMemory {
-                id: m.id,
-                tier: m.tier,
-                status: m.status,
+            .map(|r| {
+                use crate::service::Outcome;
+                let (outcome, superseded) = match r.outcome {
+                    Outcome::Created => (AddOutcome::Created, None),
+                    Outcome::Reinforced => (AddOutcome::Reinforced, None),
+                    Outcome::Promoted => (AddOutcome::Promoted, None),
+                    Outcome::Superseded { old } => (AddOutcome::Superseded, Some(old)),
+                };
+                AddedMemory {
+                    id: r.memory.id,
+                    tier: r.memory.tier,
+                    status: r.memory.status,
+                    outcome,
+                    superseded,
+                }
             })
             .collect(),
     };
