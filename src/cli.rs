@@ -82,6 +82,9 @@ pub enum Command {
     Stats,
     /// Evaluate retrieval on evaluation sets; writes report.json/md/html.
     Eval(EvalArgs),
+    /// Fit the learned ranking stage to labelled sets; writes a policy file and
+    /// a report of held-out figures (folds by user, leave one set out).
+    Tune(TuneArgs),
     /// Erase every trace of a user from every store (irreversible).
     Forget {
         #[arg(long)]
@@ -320,6 +323,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reindex => reindex(&cli.global).await,
         Command::Stats => stats(&cli.global).await,
         Command::Eval(e) => eval(&cli.global, e).await,
+        Command::Tune(t) => tune(&cli.global, t).await,
         Command::Forget { user, tenant } => forget(&cli.global, &tenant, &user).await,
         Command::Export { user, tenant, out } => {
             export(&cli.global, &tenant, &user, out.as_deref()).await
@@ -998,13 +1002,10 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     ensure_assets(g)?;
     let embedder = OnnxEmbedder::for_policy(&g.assets_dir, &g.policy()?)?;
-    let cache_dir = a.cache_dir.clone().unwrap_or_else(|| {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|c| c.join("mnemo"))
-            .unwrap_or_else(|| a.out.join(".cache"))
-    });
+    let cache_dir = a
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| default_cache_dir(&a.out));
     let mut config = EvalConfig::new(a.sets, embedder);
     config.vectors = g.vector_backend();
     config.variants = variants;
@@ -1027,6 +1028,106 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
         a.out.display()
     );
     Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// An evaluation set directory (corpus.jsonl, queries.jsonl, qrels.tsv); repeatable.
+    #[arg(long = "set", required = true)]
+    pub sets: Vec<PathBuf>,
+    /// Where the fitted policy file goes (`[retrieval.learned]`).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Folds for the held-out figures (by user; by query where a set has fewer users).
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// Where report.md and report.json go (default: `<out without extension>.report`).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// An embedding model whose candidates join the fit (repeatable; default: the
+    /// configured model). Each set is ingested once per model.
+    #[arg(long = "model")]
+    pub models: Vec<String>,
+    /// L2 penalties tried; the best mean held-out nDCG@10 over the sets is kept.
+    #[arg(long, value_delimiter = ',', default_value = "0.001,0.01,0.1")]
+    pub l2: Vec<f64>,
+    /// Dotted path into corpus lines naming the conversation a document is a turn of
+    /// (as for `mnemo eval`).
+    #[arg(long)]
+    pub thread_by: Option<String>,
+    /// Dotted path into query lines whose RFC 3339 value stands in for a missing asked_at.
+    #[arg(long)]
+    pub asked_at_by: Option<String>,
+    /// Persistent embedding cache (as for `mnemo eval`).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+async fn tune(g: &GlobalArgs, a: TuneArgs) -> anyhow::Result<()> {
+    use crate::eval::tune::{tune, TuneConfig};
+    if a.folds < 2 {
+        bail!("--folds must be at least 2");
+    }
+    if a.l2.is_empty() || a.l2.iter().any(|l| !(l.is_finite() && *l >= 0.0)) {
+        bail!("--l2 takes penalties >= 0");
+    }
+    ensure_assets(g)?;
+    let policy = g.policy()?;
+    let mut embedders: Vec<std::sync::Arc<dyn crate::embed::Embedder>> = Vec::new();
+    let models = if a.models.is_empty() {
+        vec![policy.embedding.model.clone()]
+    } else {
+        a.models.clone()
+    };
+    for m in &models {
+        let mut p = policy.clone();
+        p.embedding.model = m.clone();
+        p.validate()?;
+        embedders.push(OnnxEmbedder::for_policy(&g.assets_dir, &p)?);
+    }
+    let report_dir = a
+        .report
+        .clone()
+        .unwrap_or_else(|| a.out.with_extension("report"));
+    let cache_dir = a
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| default_cache_dir(&report_dir));
+    let mut eval = crate::eval::EvalConfig::new(a.sets, embedders[0].clone());
+    eval.vectors = g.vector_backend();
+    eval.thread_by = a.thread_by;
+    eval.asked_at_by = a.asked_at_by;
+    eval.policy = policy;
+    eval.cache_dir = Some(cache_dir);
+    let config = TuneConfig {
+        eval,
+        embedders,
+        folds: a.folds,
+        l2: a.l2,
+    };
+    let started = std::time::Instant::now();
+    let report = tune(config, &BarProgress(Default::default())).await?;
+    report.write(&report_dir)?;
+    let command: Vec<String> = std::env::args().collect();
+    std::fs::write(&a.out, report.policy_toml(&command.join(" ")))?;
+    print!("{}", report.markdown());
+    eprintln!(
+        "tuned in {:.1} s; policy in {}, reports in {}",
+        started.elapsed().as_secs_f64(),
+        a.out.display(),
+        report_dir.display()
+    );
+    Ok(())
+}
+
+/// The persistent embedding cache: $XDG_CACHE_HOME/mnemo or ~/.cache/mnemo,
+/// else `<fallback>/.cache`.
+fn default_cache_dir(fallback: &Path) -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|c| c.join("mnemo"))
+        .unwrap_or_else(|| fallback.join(".cache"))
 }
 
 async fn run_job(

@@ -254,10 +254,46 @@ pub struct RetrievalPolicy {
     /// The lexical leg drops the query's stop words (English and Chinese)
     /// before searching; the index keeps every word.
     pub query_stop_words: bool,
+    /// Both legs read "the user", "用户", "she"… in a question about the
+    /// user as the user's own "I", "我" (`domain::perspective`).
+    pub perspective: bool,
     pub fusion: FusionPolicy,
     pub rerank: RerankPolicy,
     pub conversation: ConversationPolicy,
     pub temporal: TemporalPolicy,
+    pub learned: LearnedPolicy,
+}
+
+/// The learned stage (`domain::learned`): σ(bias + Σ weight · feature) over
+/// every fused candidate. The defaults are the model `mnemo tune` fitted
+/// over every set the project holds (docs/decisions/0023-learned-stage.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LearnedPolicy {
+    pub enabled: bool,
+    pub bias: f32,
+    /// Weight per feature name (`domain::learned::FEATURES`); absent = 0.
+    pub weights: std::collections::BTreeMap<String, f32>,
+}
+
+impl Default for LearnedPolicy {
+    fn default() -> Self {
+        let (bias, weights) = crate::domain::learned::SHIPPED;
+        LearnedPolicy {
+            enabled: true,
+            bias,
+            weights: weights.iter().map(|(n, w)| (n.to_string(), *w)).collect(),
+        }
+    }
+}
+
+impl LearnedPolicy {
+    /// The model, `None` when the stage is off. Validated at load.
+    pub fn model(&self) -> Option<crate::domain::learned::LinearModel> {
+        self.enabled
+            .then(|| crate::domain::learned::LinearModel::from_named(self.bias, &self.weights).ok())
+            .flatten()
+    }
 }
 
 /// Conversation context (`domain::turns`): the best hits lend a share of
@@ -368,10 +404,12 @@ impl Default for RetrievalPolicy {
             min_candidates: 50,
             min_score: 0.0,
             query_stop_words: true,
+            perspective: true,
             fusion: FusionPolicy::default(),
             rerank: RerankPolicy::default(),
             conversation: ConversationPolicy::default(),
             temporal: TemporalPolicy::default(),
+            learned: LearnedPolicy::default(),
         }
     }
 }
@@ -596,6 +634,9 @@ pub struct ContextPolicy {
     pub max_long_term: usize,
     pub max_working: usize,
     pub max_reference: usize,
+    /// Hits whose probability of relevance (the learned stage's score) is
+    /// below this are left out of the block. 0..1; ignored without the stage.
+    pub min_relevance: f32,
 }
 
 impl Default for ContextPolicy {
@@ -606,6 +647,7 @@ impl Default for ContextPolicy {
             max_long_term: 5,
             max_working: 3,
             max_reference: 5,
+            min_relevance: 0.1,
         }
     }
 }
@@ -896,6 +938,15 @@ impl Policy {
             r.rerank.duplicate_weight as f64,
         )?;
         positive("retrieval.conversation.depth", r.conversation.depth as f64)?;
+        if let Err(message) =
+            crate::domain::learned::LinearModel::from_named(r.learned.bias, &r.learned.weights)
+        {
+            return Err(Error::Config {
+                key: "retrieval.learned".into(),
+                message,
+            });
+        }
+        unit("context.min_relevance", self.context.min_relevance as f64)?;
         if !(r.temporal.weight >= 0.0 && r.temporal.weight <= 10.0) {
             return Err(Error::Config {
                 key: "retrieval.temporal.weight".into(),
@@ -1064,6 +1115,14 @@ impl Policy {
                 self.embedding.paraphrase_cosine(),
             ),
             query_stop_words: self.retrieval.query_stop_words,
+            perspective: self.retrieval.perspective,
+            learned: self.retrieval.learned.model().map(|model| {
+                crate::domain::learned::LearnedParams {
+                    model,
+                    unrelated_cosine: self.embedding.thresholds().unrelated_cosine,
+                    paraphrase_cosine: self.embedding.paraphrase_cosine(),
+                }
+            }),
             decay_floor: self.decay.floor,
             importance_weight: self.decay.importance_weight,
             min_score: self.retrieval.min_score,

@@ -78,11 +78,16 @@ pub fn pack(
         Tier::Working => quotas.max_working,
         Tier::Reference => quotas.max_reference,
     };
+    // With the learned stage every score is a probability of relevance, and
+    // what is too weak to show a model stays out (`min_relevance`); the
+    // search itself always returns its best candidates.
+    let scored = hits.iter().any(|h| h.breakdown.learned.is_some());
+    let relevant = |h: &&Hit| !scored || h.score >= quotas.min_relevance;
     let mut seen = HashSet::new();
     let mut taken: Vec<&Hit> = Vec::new();
     let mut text = String::new();
     let mut tokens = 0;
-    for hit in hits {
+    for hit in hits.iter().filter(relevant) {
         let tier = hit.memory.tier;
         if taken.iter().filter(|h| h.memory.tier == tier).count() >= quota(tier) {
             continue;

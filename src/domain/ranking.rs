@@ -197,6 +197,13 @@ pub struct RankingParams {
     /// The lexical leg searches the query without its stop words
     /// (`lexical::analyzer::query_tokens`).
     pub query_stop_words: bool,
+    /// Both legs read a question about "the user" in the user's own first
+    /// person (`super::perspective`).
+    pub perspective: bool,
+    /// The learned stage over every candidate (`None`: off; then the vector
+    /// leg keeps the model's `min_vector_similarity` cut and the score is
+    /// the product below).
+    pub learned: Option<super::learned::LearnedParams>,
     /// Lowest decay factor a very old memory can reach.
     pub decay_floor: f32,
     /// How strongly importance moves the score (0 = not at all).
@@ -280,7 +287,7 @@ pub fn min_max_normalise(scores: &[f32]) -> Vec<f32> {
 }
 
 /// The median of `scores` (`None` when empty).
-fn median(scores: &[f32]) -> Option<f32> {
+pub(crate) fn median(scores: &[f32]) -> Option<f32> {
     let mut s = scores.to_vec();
     s.sort_by(f32::total_cmp);
     let n = s.len();
@@ -534,7 +541,12 @@ pub struct ScoreBreakdown {
     /// (absent: the query names no time, or `[retrieval.temporal]` is off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temporal: Option<super::temporal::TemporalSignal>,
-    /// fused · decay · importance · temporal (· the second stage's factor),
+    /// The learned stage's features, what each added, and the probability
+    /// of relevance it gave (absent: the stage is off; `domain::learned`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned: Option<super::learned::LearnedSignals>,
+    /// With the learned stage, its probability of relevance; without it,
+    /// fused · decay · importance · temporal (· the second stage's factor);
     /// or the score a neighbouring turn lent it when that is higher.
     pub final_score: f32,
 }
@@ -589,6 +601,7 @@ impl Hit {
                 rerank: None,
                 context: None,
                 temporal: None,
+                learned: None,
                 final_score: score,
             },
         }
@@ -644,6 +657,7 @@ pub fn rank(
                     rerank: None,
                     context: None,
                     temporal,
+                    learned: None,
                     final_score,
                 },
             })
@@ -657,16 +671,19 @@ pub fn rank(
 /// Best first; at equal scores the hit the legs ranked higher together
 /// ([`leg_ranks_tie_break`]), then the newer memory, then the smaller id.
 pub fn sort_hits(hits: &mut [Hit]) {
-    hits.sort_by(|a, b| {
-        // The tie-breaks only run for equal scores (`then_with` is lazy).
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| {
-                leg_ranks_tie_break(&b.breakdown).total_cmp(&leg_ranks_tie_break(&a.breakdown))
-            })
-            .then_with(|| b.memory.created_at.cmp(&a.memory.created_at))
-            .then_with(|| a.memory.id.cmp(&b.memory.id))
-    });
+    hits.sort_by(compare_hits);
+}
+
+/// The order of [`sort_hits`].
+pub fn compare_hits(a: &Hit, b: &Hit) -> std::cmp::Ordering {
+    // The tie-breaks only run for equal scores (`then_with` is lazy).
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| {
+            leg_ranks_tie_break(&b.breakdown).total_cmp(&leg_ranks_tie_break(&a.breakdown))
+        })
+        .then_with(|| b.memory.created_at.cmp(&a.memory.created_at))
+        .then_with(|| a.memory.id.cmp(&b.memory.id))
 }
 
 /// What orders hits of equal score: Σ over the legs that listed the hit of
@@ -768,6 +785,8 @@ mod tests {
         RankingParams {
             fusion,
             query_stop_words: true,
+            perspective: false,
+            learned: None,
             decay_floor: 1.0,
             importance_weight: 0.0,
             min_score: 0.0,

@@ -24,6 +24,7 @@ pub mod report;
 pub mod runner;
 pub mod set;
 pub mod similarity;
+pub mod tune;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -176,6 +177,10 @@ impl Variant {
                 rerank: None,
                 context: None,
                 temporal: None,
+                // The legs as they are: the query as asked, the model's
+                // similarity cut, no learned stage.
+                perspective: false,
+                learned: None,
                 ..base.ranking()
             },
             decay: false,
@@ -319,6 +324,22 @@ impl EvalConfig {
         Ok(())
     }
 
+    /// Loads and validates every set (errors name file and line).
+    pub fn load_sets(&self) -> Result<Vec<set::EvalSet>> {
+        self.sets
+            .iter()
+            .map(|d| {
+                set::load_with(
+                    d,
+                    self.group_by.as_deref(),
+                    self.thread_by.as_deref(),
+                    self.asked_at_by.as_deref(),
+                    self.strict,
+                )
+            })
+            .collect()
+    }
+
     /// How many hits each search asks for.
     pub fn depth(&self) -> usize {
         self.ks
@@ -373,19 +394,7 @@ pub struct Versions {
 pub async fn run(mut config: EvalConfig, progress: &dyn Progress) -> Result<Report> {
     config.validate()?;
     // Validate every set before the (slow) first ingest.
-    let sets = config
-        .sets
-        .iter()
-        .map(|d| {
-            set::load_with(
-                d,
-                config.group_by.as_deref(),
-                config.thread_by.as_deref(),
-                config.asked_at_by.as_deref(),
-                config.strict,
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let sets = config.load_sets()?;
     let mut runs = Vec::new();
     let mut set_infos = Vec::new();
     for s in &sets {

@@ -43,6 +43,18 @@ pub async fn run_set(
     set: &EvalSet,
     progress: &dyn Progress,
 ) -> Result<(SetInfo, Vec<Run>)> {
+    let (info, runs, _) = run_set_collecting(config, set, progress, false).await?;
+    Ok((info, runs))
+}
+
+/// [`run_set`], and with `collect` every judged query's candidates with the
+/// learned stage's features and their judgments (`mnemo tune`).
+pub async fn run_set_collecting(
+    config: &EvalConfig,
+    set: &EvalSet,
+    progress: &dyn Progress,
+    collect: bool,
+) -> Result<(SetInfo, Vec<Run>, Vec<super::tune::QueryRows>)> {
     let tmp = match &config.work_dir {
         Some(d) => {
             std::fs::create_dir_all(d).map_err(|e| super::Error::Io {
@@ -152,6 +164,11 @@ pub async fn run_set(
             }
             runs.push(run);
         }
+        let rows = if collect {
+            collect_rows(config, set, &engine, &clock, progress).await?
+        } else {
+            Vec::new()
+        };
         Ok::<_, super::Error>((
             ingest_secs,
             cached,
@@ -160,6 +177,7 @@ pub async fn run_set(
             similarity,
             runs,
             lifecycle,
+            rows,
         ))
     }
     .await;
@@ -183,6 +201,7 @@ pub async fn run_set(
         similarity,
         mut runs,
         lifecycle,
+        rows,
     ) = result?;
     let ingest_per_s = set.docs.len() as f64 / ingest_secs.max(1e-9);
     for r in &mut runs {
@@ -219,7 +238,61 @@ pub async fn run_set(
         query_embed_ms,
         similarity,
     };
-    Ok((info, runs))
+    Ok((info, runs, rows))
+}
+
+/// Every judged query's candidates, as the learned stage sees them: the
+/// policy's ranking with the stage on (its weights do not change the
+/// features), every candidate kept.
+async fn collect_rows(
+    config: &EvalConfig,
+    set: &EvalSet,
+    engine: &Engine,
+    clock: &ManualClock,
+    progress: &dyn Progress,
+) -> Result<Vec<super::tune::QueryRows>> {
+    let mut ranking = config.policy.ranking();
+    if ranking.learned.is_none() {
+        let mut on = config.policy.clone();
+        on.retrieval.learned.enabled = true;
+        ranking.learned = on.ranking().learned;
+    }
+    let default_at = set.default_asked_at();
+    let queries: Vec<_> = set.judged_queries().collect();
+    progress.start(&format!("{}: candidates", set.name), queries.len() as u64);
+    let mut out = Vec::with_capacity(queries.len());
+    for q in queries {
+        clock.set(q.asked_at.unwrap_or(default_at));
+        let mut req = SearchRequest::new(Scope::user(q.user_id.clone()), q.text.clone());
+        req.top_k = Some(config.depth());
+        req.ranking = Some(ranking.clone());
+        req.record_access = false;
+        req.all_candidates = true;
+        let hits = engine.search(req).await?.hits;
+        let judgments = &set.qrels[&q.id];
+        let rows = hits
+            .iter()
+            .filter_map(|h| {
+                let learned = h.breakdown.learned.as_ref()?;
+                let doc = h.memory.metadata.get("doc_id")?.as_str()?;
+                Some(super::tune::Row {
+                    doc_id: doc.to_string(),
+                    features: super::tune::ordered(&learned.features),
+                    relevance: judgments.get(doc).copied().unwrap_or(0),
+                })
+            })
+            .collect();
+        out.push(super::tune::QueryRows {
+            set: set.name.clone(),
+            query_id: q.id.clone(),
+            user_id: q.user_id.clone(),
+            relevant: judgments.values().filter(|r| **r > 0).count(),
+            rows,
+        });
+        progress.advance(1);
+    }
+    progress.finish();
+    Ok(out)
 }
 
 /// Embedding-cache entries: (text hash, vector).

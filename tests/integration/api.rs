@@ -1396,6 +1396,70 @@ mod binary {
         }
     }
 
+    /// A user with one, three memories gets the answer first for a plain
+    /// paraphrase that shares no word with it, and the context block holds
+    /// it (issue 51: the vector leg's floor used to leave them nothing).
+    #[tokio::test]
+    async fn small_stores_get_the_answer_first_over_http() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_child, base, key, http) = start_server(dir.path()).await;
+        let add = |user: &str, texts: &[&str]| json!({"memories": texts.iter().map(|t| json!({"user_id": user, "text": t})).collect::<Vec<_>>(), "refresh": true});
+        let bob = [
+            "I'm allergic to peanuts",
+            "My sister lives in Lisbon",
+            "I work as a nurse on night shifts",
+        ];
+        let (status, body) = req(
+            &http,
+            Method::POST,
+            &format!("{base}/v1/memories"),
+            &key,
+            Some(add("bob", &bob)),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let (status, body) = req(
+            &http,
+            Method::POST,
+            &format!("{base}/v1/memories"),
+            &key,
+            Some(add("alice", &["Alice prefers green tea"])),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        for (user, query, answer) in [
+            ("bob", "food the user cannot eat", bob[0]),
+            ("bob", "what is the user's job", bob[2]),
+            ("alice", "drinks", "Alice prefers green tea"),
+        ] {
+            let (status, body) = req(
+                &http,
+                Method::POST,
+                &format!("{base}/v1/search"),
+                &key,
+                Some(json!({"user_id": user, "query": query, "explain": true})),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["hits"][0]["memory"]["text"], answer, "{query}: {body}");
+            let relevance = body["hits"][0]["breakdown"]["learned"]["relevance"].as_f64();
+            assert!(relevance.is_some_and(|r| r > 0.0 && r < 1.0), "{body}");
+        }
+        let (status, body) = req(
+            &http,
+            Method::POST,
+            &format!("{base}/v1/context"),
+            &key,
+            Some(json!({"user_id": "alice", "query": "drinks", "model_context_tokens": 8000})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(
+            body["text"].as_str().unwrap().contains("green tea"),
+            "{body}"
+        );
+    }
+
     /// The `--config` file as the real binary reads it: a typo in a key
     /// stops the start with exit 1, naming the file and the key.
     #[test]
@@ -1431,12 +1495,14 @@ mod binary {
         assert!(err.contains("must be below request_timeout_secs"), "{err}");
     }
 
-    #[tokio::test]
-    async fn serve_binary_add_search_context_delete_over_http() {
+    /// A real `mnemo serve` on the default model in `dir`, with an agent key
+    /// created first by `mnemo keys create`: (server, base URL, key, client).
+    async fn start_server(
+        dir: &std::path::Path,
+    ) -> (KillOnDrop, String, String, crate::over_http::Http) {
         let assets = crate::real_embedder::ensure_assets();
         let bin = env!("CARGO_BIN_EXE_mnemo");
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
+        let data = dir.join("data");
         let out = Command::new(bin)
             .args([
                 "keys",
@@ -1459,7 +1525,7 @@ mod binary {
         assert!(key.starts_with("mnemo_"));
 
         let port = free_port();
-        let log_path = dir.path().join("serve.log");
+        let log_path = dir.join("serve.log");
         let mut child = KillOnDrop(
             Command::new(bin)
                 .args([
@@ -1489,7 +1555,14 @@ mod binary {
             Duration::from_secs(180),
         )
         .await;
+        (child, base, key, http)
+    }
 
+    #[tokio::test]
+    async fn serve_binary_add_search_context_delete_over_http() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut child, base, key, http) = start_server(dir.path()).await;
+        let log_path = dir.path().join("serve.log");
         let secret_text = "The user prefers green tea";
         let (status, body) = req(
             &http,
