@@ -65,8 +65,9 @@ qdrant-suites:
 test-fast:
 	$(CARGO) test --lib
 
-## Formatting and clippy, as strict as CI.
+## Formatting, clippy (as strict as CI), and no dead relative link in the docs.
 lint:
+	python3 scripts/check-links.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
