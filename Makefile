@@ -27,6 +27,7 @@ test: setup
 	CARGO="$(CARGO)" scripts/test-python-client.sh
 	CARGO="$(CARGO)" scripts/test-api-fuzz.sh
 	CARGO="$(CARGO)" scripts/test-browser.sh
+	CARGO="$(CARGO)" scripts/test-quickstart.sh
 	@$(MAKE) --no-print-directory test-qdrant
 
 # The Qdrant server suites: against MNEMO_TEST_QDRANT_URL when set; otherwise
