@@ -27,6 +27,7 @@ test: setup
 	CARGO="$(CARGO)" scripts/test-python-client.sh
 	CARGO="$(CARGO)" scripts/test-api-fuzz.sh
 	CARGO="$(CARGO)" scripts/test-browser.sh
+	CARGO="$(CARGO)" scripts/test-quickstart.sh
 	@$(MAKE) --no-print-directory test-qdrant
 
 # The Qdrant server suites: against MNEMO_TEST_QDRANT_URL when set; otherwise
@@ -65,8 +66,9 @@ qdrant-suites:
 test-fast:
 	$(CARGO) test --lib
 
-## Formatting and clippy, as strict as CI.
+## Formatting, clippy (as strict as CI), and no dead relative link in the docs.
 lint:
+	python3 scripts/check-links.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 

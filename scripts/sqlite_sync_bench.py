@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-commit cost of SQLite synchronous=NORMAL vs FULL in WAL mode (README, "Durability").
+"""Per-commit cost of SQLite synchronous=NORMAL vs FULL in WAL mode (docs/guide/deployment.md, "Durability").
 
 Usage: python3 scripts/sqlite_sync_bench.py DIR   (DIR on the disk the data directory lives on)
 """

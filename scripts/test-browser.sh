@@ -10,7 +10,7 @@
 # the system chromedriver, so it never downloads a driver or a browser.
 #
 #   scripts/test-browser.sh                     # the scenarios
-#   scripts/test-browser.sh --shots docs        # and the README's screenshots
+#   scripts/test-browser.sh --shots docs/guide/img   # and the inspector guide's screenshots
 #   scripts/test-browser.sh --perf 100000       # and the first-load figures with 100k memories
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,7 +3,8 @@
 //! Memories live in three tiers (working, long-term, reference), in a SQL store
 //! that is the source of truth, with two derived search indexes (tantivy BM25
 //! and a Qdrant vector index) fused at query time and weighted by time decay
-//! and importance. See `ARCHITECTURE.md` for a walk through the modules.
+//! and importance. See `ARCHITECTURE.md` and `docs/design/` for a walk through
+//! the modules.
 //!
 //! Remember, then recall (the hashing embedder keeps this example free of
 //! model assets; the service uses the ONNX embedder from `mnemo setup`):

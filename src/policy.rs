@@ -115,7 +115,7 @@ pub struct ModelCalibration {
 }
 
 impl ModelCalibration {
-    /// all-MiniLM-L6-v2 (measured: README, "Similarity thresholds per model").
+    /// all-MiniLM-L6-v2 (measured: docs/decisions/0008-similarity-thresholds.md).
     pub const ALL_MINILM_L6_V2: ModelCalibration = ModelCalibration {
         unrelated_cosine: 0.1,
         min_vector_similarity: 0.15,
@@ -127,7 +127,7 @@ impl ModelCalibration {
         cross_script_shift_cjk_query: 0.0,
         cross_script_shift_latin_query: 0.0,
     };
-    /// multilingual-e5-small (measured: README, "Similarity thresholds per model").
+    /// multilingual-e5-small (measured: docs/decisions/0008-similarity-thresholds.md).
     pub const MULTILINGUAL_E5_SMALL: ModelCalibration = ModelCalibration {
         unrelated_cosine: 0.78,
         min_vector_similarity: 0.79,

@@ -558,7 +558,7 @@ impl ScoreBreakdown {
     /// `bm25_score` of a one-term query and the full-match score (Σ idf)
     /// give away how many documents anywhere hold a term — a rare term's
     /// presence in another tenant. Ranks, the normalised contributions and
-    /// the final score stay (what remains through them: ARCHITECTURE.md,
+    /// the final score stay (what remains through them: docs/design/lexical.md,
     /// "BM25 statistics and tenants").
     pub fn for_non_admin(self) -> Self {
         ScoreBreakdown {

@@ -559,7 +559,7 @@ pub static MODELS: &[&ModelSpec] = &[
 
 /// The model used when none is configured (and a data directory holds no
 /// index built with another one, `GlobalArgs::policy`): multilingual-e5-small,
-/// chosen with `mnemo eval` (README, "Choosing the default model"): level with
+/// chosen with `mnemo eval` (docs/decisions/0001-default-model.md): level with
 /// or ahead of all-MiniLM-L6-v2 on the English conversational and reference
 /// sets, far ahead on Chinese and cross-lingual ones, where MiniLM reads most
 /// characters as `[UNK]`.

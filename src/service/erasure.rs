@@ -168,7 +168,7 @@ pub const ERASURE_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// verification can say when the user was erased). After it, and once the
 /// erasure's change-feed entry is pruned (every live node applied it), the
 /// sweep scrubs the hash: a store file no longer confirms that a guessed user
-/// id was ever erased. See ARCHITECTURE.md, "Tombstones".
+/// id was ever erased. See docs/design/erasure.md, "Tombstones".
 pub const ERASURE_TOMBSTONE_RETENTION: Duration = Duration::from_secs(24 * 3600);
 
 /// How often the sweep scrubs expired tombstones.

@@ -69,8 +69,8 @@
 //! searched as a graph of their own rather than a filtered fifth of
 //! everyone's, and a user with few memories is scored exactly from the
 //! payload index. At 1M memories this took the vector leg from 7.6 to 3.1 ms
-//! p50 with recall@10 against exact 0.887 → 0.954 (README, "One node at a
-//! million memories"). A shard built with a global graph is switched at open
+//! p50 with recall@10 against exact 0.887 → 0.954
+//! (docs/decisions/0014-hnsw-per-owner.md). A shard built with a global graph is switched at open
 //! and regraphed by the next `optimize`. Searches keep ACORN on, for status
 //! or kind filters that select few of an owner's points (without it, a
 //! filtered top-10 could return 1 hit).
@@ -86,8 +86,8 @@
 //! being preloaded (`memory: cold`, in both partitions): a search reads
 //! only the few it rescores. The vector leg in the service is mostly cache
 //! misses after the query's embedding has streamed the model through L3
-//! (README, "Why the vector leg costs three times the engine's own
-//! search"); a quarter of the bytes per visited node is what this buys. A
+//! (docs/benchmarks/2026-12-01-rest-search.md, "Why the vector leg costs
+//! three times the engine's own search"); a quarter of the bytes per visited node is what this buys. A
 //! shard created with another layout is given this one at open, and its
 //! segments are rewritten by the next `optimize` (as for the graph above).
 
@@ -162,7 +162,7 @@ const GRAPH_PAYLOAD_M: usize = 16;
 /// over them: on 2 cores the idle workers spun in `sched_yield` (14% of the
 /// service's CPU at one connection), and a search waited for a second worker
 /// that the other leg or the embedder was holding the core from. Measured on
-/// 2 cores (README, "One search thread per shard"): at 1M memories the
+/// 2 cores (docs/decisions/0021-search-threads.md): at 1M memories the
 /// vector leg took p50 / p95 2.11 / 8.98 ms with 8 threads, 2.25 / 9.11 with
 /// 2 and 1.67 / 2.48 with 1; at 10k memories under 16 connections 4.87 →
 /// 2.35 ms. Concurrent searches are a service's parallelism; half the cores
@@ -176,13 +176,14 @@ fn search_threads() -> usize {
 /// Candidates a graph search keeps (`hnsw_ef`). The engine's default is
 /// `ef_construct` (100), at which the owner graphs' recall was below the
 /// global graph's (the plan before them); at 256 it is above it at 100k and
-/// 1M memories, and the search is still 2.4–3× faster (README, "One node at
-/// a million memories"). 128 is not a constant to take: it fell to
-/// recall@50 0.907 (from 0.975) on a 20k-chunk reference graph (README,
-/// "Quantised vectors"), and on one user's 22,000 memories it kept 0.999
+/// 1M memories, and the search is still 2.4–3× faster
+/// (docs/decisions/0014-hnsw-per-owner.md). 128 is not a constant to take: it fell to
+/// recall@50 0.907 (from 0.975) on a 20k-chunk reference graph
+/// (docs/benchmarks/2026-12-01-rest-search.md, "Quantised vectors"), and on one user's 22,000 memories it kept 0.999
 /// for queries like them but lost recall@10 for queries unlike them
 /// (SciFact, CMRC 2018 and LoCoMo questions: 0.954–0.972 against
-/// 0.988–0.990; README, "The vector leg reads its own candidates").
+/// 0.988–0.990; docs/benchmarks/2026-12-01-rest-search.md, "The vector leg
+/// reads its own candidates").
 const SEARCH_EF: usize = 256;
 
 /// Candidates rescored with the original vectors, as a multiple of the
@@ -191,7 +192,7 @@ const SEARCH_EF: usize = 256;
 /// recall@50 against exact search was 0.968 on 10k memories of one user
 /// with multilingual-e5-small, whose cosines sit in a narrow band; at 2 it
 /// was 1.000 at `hnsw_ef` 128 and 256, and the search still 0.3 ms faster
-/// than without quantisation (README, "Quantised vectors").
+/// than without quantisation (docs/decisions/0016-quantise-reference-only.md).
 const OVERSAMPLING: f64 = 2.0;
 
 /// Scalar int8 quantisation: one byte per dimension, scaled between the
@@ -666,8 +667,8 @@ struct Tuning {
     /// No int8 copies of the vectors (see the module docs): the users
     /// partition's. Its clauses are mostly a few points scored exactly, and
     /// an erasure rewrites its segments, which with the copies took a
-    /// forget-all at 100k memories from a median 0.61 to 0.77 s (README,
-    /// "Quantised vectors"); the reference partition's large graphs are
+    /// forget-all at 100k memories from a median 0.61 to 0.77 s
+    /// (docs/decisions/0016-quantise-reference-only.md); the reference partition's large graphs are
     /// where the copies pay.
     unquantized: bool,
 }

@@ -111,7 +111,7 @@ pub trait VectorIndex: Send + Sync {
     /// owns, once an owner's points were deleted (an erasure): returns how
     /// many bytes of old index files it removed, 0 when there was nothing to
     /// purge or the files are not ours (the Qdrant server's WAL and segments
-    /// are its operator's, see README "Erasure").
+    /// are its operator's, see docs/guide/forget-all.md).
     fn purge_deleted(&self) -> Result<u64> {
         Ok(0)
     }

@@ -20,7 +20,7 @@
 //! name so every node agrees): the raw, client-chosen id never reaches the
 //! server. What the server keeps of deleted points (its WAL, segments not yet
 //! vacuumed, snapshots) is under its operator's control: `purge_deleted` is
-//! a no-op here, see README "Erasure".
+//! a no-op here, see docs/guide/forget-all.md.
 //!
 //! **Semantics.** Searches filter inside Qdrant (never post-filter) with the
 //! same translation as the embedded index, with ACORN on. Writes wait for the

@@ -418,7 +418,7 @@ fn distinct_text(n: u64) -> String {
     format!("the user noted {}", words.join(" "))
 }
 
-/// The figures of the README: a user with 10k memories. Run with
+/// The figures of docs/guide/export-import.md: a user with 10k memories. Run with
 /// `cargo test --test integration export::measure -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement; run explicitly"]

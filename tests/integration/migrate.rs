@@ -268,7 +268,7 @@ async fn the_migrate_command_copies_verifies_and_refuses_what_it_cannot_do() {
     );
 }
 
-/// The figure in the README: 100k memories (each with its create event and a
+/// The figure in docs/guide/deployment.md: 100k memories (each with its create event and a
 /// cached 384-dimension embedding) copied from SQLite into PostgreSQL.
 /// `cargo test --test integration migrate_100k -- --ignored --nocapture`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -141,7 +141,7 @@ def test_thread_prompt_tool_payload_and_turn(client: mnemo.Client, fake_model):
     assert thread.payload(tool.tool.payload_id) == {"results": ["Sawaya", "Hiiragiya", "Tawaraya"]}
 
     # A question that names the memory's topic: "drink" alone sits at e5's
-    # unrelated level to "green tea" (README, "Choosing the default model");
+    # unrelated level to "green tea" (docs/decisions/0001-default-model.md);
     # retrieval quality is measured by `mnemo eval`, not here.
     prompt = thread.prompt("Which tea should I drink in Kyoto?", model_context_tokens=8192)
     text = "\n".join(m.content for m in prompt.messages)

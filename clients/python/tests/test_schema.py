@@ -18,7 +18,7 @@ from mnemo import _core, models
 
 REF = "#/components/schemas/"
 #: Routes the client leaves to other tools: the OpenAI-compatible proxy (use
-#: the OpenAI SDK, README "The proxy") and running evaluations and reading one
+#: the OpenAI SDK, docs/guide/models-and-proxy.md) and running evaluations and reading one
 #: run (`mnemo eval`; the client lists past reports, `GET /v1/evals`).
 NOT_IN_CLIENT = {("POST", "/v1/chat/completions"), ("POST", "/v1/evals"), ("GET", "/v1/evals/{id}")}
 

@@ -38,8 +38,8 @@ pub const MAX_THREAD_ID_BYTES: usize = crate::domain::validate::MAX_ID_BYTES;
 
 /// Why the proxy answers 503 without a model.
 pub const NO_MODEL: &str = "no chat model is configured: set `base_url` and `model` in the \
-`[llm]` section of the --config file, or MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL (see README, \
-\"Calling a model\")";
+`[llm]` section of the --config file, or MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL (see \
+docs/guide/models-and-proxy.md)";
 
 /// The text of a message's `content`: a string, or the `text` parts of an
 /// array of content parts.

@@ -15,8 +15,8 @@
 //! (`sqlite_scrub.rs`; a `VACUUM`, which holds the write lock for a rewrite
 //! of the whole file, only where that module cannot vouch for a page), then
 //! a `TRUNCATE` checkpoint copies the result into the file and empties the
-//! WAL, before the intent is replaced by the tombstone. See ARCHITECTURE.md
-//! for figures.
+//! WAL, before the intent is replaced by the tombstone. See
+//! docs/design/erasure.md and docs/decisions/0017-page-scrub.md for figures.
 
 use std::path::Path;
 use std::str::FromStr;

@@ -6,7 +6,8 @@
 //! (`sqlite3_value_dup`) and hands the rows one by one from its connection
 //! thread to the task. For the ~100 rows a search hydrates that was 1.6 ms
 //! of the 1.9 ms `get_many` took on 10k memories, against 0.6 ms here
-//! (`examples/hydrate_probe.rs`, measured in ARCHITECTURE.md). The rows are
+//! (`examples/hydrate_probe.rs`; docs/benchmarks/2026-12-01-rest-search.md,
+//! "Hydration without sqlx"). The rows are
 //! decoded by the same [`decode::memory`] as sqlx's.
 //!
 //! The connections are read-only and see what the pool committed (WAL

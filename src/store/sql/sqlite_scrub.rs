@@ -487,8 +487,9 @@ fn freelist(conn: &Connection, usable: usize) -> Result<std::result::Result<Free
 
 /// What parsing a page needs, kept from one page to the next: a scan parses
 /// every page of the file (504,926 at 1M memories), and two fresh vectors
-/// and a stable sort per page were about a third of its own CPU (README,
-/// "The scan without allocations").
+/// and a stable sort per page were about a third of its own CPU
+/// (docs/benchmarks/2026-12-01-one-node-at-1m.md, "The scan without
+/// allocations").
 #[derive(Debug, Default)]
 struct Scratch {
     /// The content area's used spans: cells and whole freeblocks.

@@ -54,8 +54,8 @@ const SPLIT_COMPLETE: &str = "split.complete";
 /// segments holding the user's points (vectors, payloads, five payload
 /// indexes, and a 32 MB payload page whatever the points); searches pay a
 /// few microseconds per segment for a user's clause, found through each
-/// segment's owner index. At 1M memories (`examples/forget_bench.rs`, README
-/// "Forget-all at a million memories") the vector leg of an erasure took
+/// segment's owner index. At 1M memories (`examples/forget_bench.rs`,
+/// docs/decisions/0015-partitions.md) the vector leg of an erasure took
 /// 1.24–1.40 s with 64 MB segments and 0.75–0.89 s with 32 MB, and a
 /// user's vector search p50 3.53 and 3.10 ms. Halving again (16 MB, tried)
 /// took erasures from 0.89–0.98 s to 0.81–0.93 s but the partition from
