@@ -25,6 +25,8 @@ test: setup
 	  $(CARGO) test --all-targets && $(CARGO) test --doc
 	CARGO="$(CARGO)" scripts/test-openai-sdk.sh
 	CARGO="$(CARGO)" scripts/test-python-client.sh
+	CARGO="$(CARGO)" scripts/test-python-adapters.sh
+	CARGO="$(CARGO)" scripts/test-typescript-client.sh
 	CARGO="$(CARGO)" scripts/test-api-fuzz.sh
 	CARGO="$(CARGO)" scripts/test-browser.sh
 	CARGO="$(CARGO)" scripts/test-quickstart.sh

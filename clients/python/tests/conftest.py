@@ -89,30 +89,31 @@ class _FakeModelHandler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         content = self.server.answer(body)
-        reply = json.dumps(
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
+        send_completion(self, {"role": "assistant", "content": content}, model=body.get("model", "fake"))
 
     def log_message(self, *args: Any) -> None:
         pass
+
+
+def send_completion(
+    handler: BaseHTTPRequestHandler, message: Dict[str, Any], *, model: str, finish: str = "stop"
+) -> None:
+    """Answers a Chat Completions request with one choice holding ``message``."""
+    reply = json.dumps(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    ).encode()
+    handler.send_response(200)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(reply)))
+    handler.end_headers()
+    handler.wfile.write(reply)
 
 
 def free_port() -> int:
@@ -154,51 +155,68 @@ def fake_model():
 @contextlib.contextmanager
 def serve(fake_model: FakeModel, **extra_env: str):
     """A `mnemo serve` on its own data directory, with its keys."""
-    bin_ = env("MNEMO_BIN")
-    env("MNEMO_ASSETS_DIR")
     with tempfile.TemporaryDirectory(prefix="mnemo-pyclient-") as tmp:
         data = Path(tmp) / "data"
-        admin = _create_key(bin_, data, "admin")
-        agent = _create_key(bin_, data, "agent")
-        user_key = _create_key(bin_, data, "user", "carol")
-        port = free_port()
-        log = Path(tmp) / "serve.log"
-        child_env = {
-            **os.environ,
-            "MNEMO_DATA_DIR": str(data),
-            "MNEMO_POLICY": str(REPO / "memory_policies.toml"),
-            "MNEMO_LISTEN": f"127.0.0.1:{port}",
-            "MNEMO_LLM_BASE_URL": fake_model.base_url,
-            "MNEMO_LLM_MODEL": "fake-model",
-            "MNEMO_LLM_CONTEXT_TOKENS": "8192",
-            "MNEMO_LLM_TIMEOUT_SECS": "10",
-            "MNEMO_LLM_MAX_RETRIES": "0",
-            **extra_env,
-        }
-        with open(log, "wb") as out:
-            proc = subprocess.Popen([bin_, "serve"], env=child_env, stdout=out, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"mnemo serve exited {proc.returncode}:\n{log.read_text()}")
-                try:
-                    if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"mnemo serve not ready after 180 s:\n{log.read_text()}")
-                time.sleep(0.25)
-            yield Server(base, admin, agent, user_key, log)
-        finally:
-            proc.terminate()
+        keys = make_keys(data)
+        with serve_on(data, keys, fake_model, **extra_env) as s:
+            yield s
+
+
+def make_keys(data: Path) -> Dict[str, str]:
+    """An admin key, an agent key and a user key bound to `carol`, made in
+    the data directory `data` (before the server starts)."""
+    bin_ = env("MNEMO_BIN")
+    return {
+        "admin": _create_key(bin_, data, "admin"),
+        "agent": _create_key(bin_, data, "agent"),
+        "user": _create_key(bin_, data, "user", "carol"),
+    }
+
+
+@contextlib.contextmanager
+def serve_on(data: Path, keys: Dict[str, str], fake_model: FakeModel, **extra_env: str):
+    """`mnemo serve` on the data directory `data` until the block ends (a
+    second call on the same directory is a restart)."""
+    bin_ = env("MNEMO_BIN")
+    env("MNEMO_ASSETS_DIR")
+    port = free_port()
+    log = data.parent / f"serve-{port}.log"
+    child_env = {
+        **os.environ,
+        "MNEMO_DATA_DIR": str(data),
+        "MNEMO_POLICY": str(REPO / "memory_policies.toml"),
+        "MNEMO_LISTEN": f"127.0.0.1:{port}",
+        "MNEMO_LLM_BASE_URL": fake_model.base_url,
+        "MNEMO_LLM_MODEL": "fake-model",
+        "MNEMO_LLM_CONTEXT_TOKENS": "8192",
+        "MNEMO_LLM_TIMEOUT_SECS": "10",
+        "MNEMO_LLM_MAX_RETRIES": "0",
+        **extra_env,
+    }
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([bin_, "serve"], env=child_env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"mnemo serve exited {proc.returncode}:\n{log.read_text()}")
             try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"mnemo serve not ready after 180 s:\n{log.read_text()}")
+            time.sleep(0.25)
+        yield Server(base, keys["admin"], keys["agent"], keys["user"], log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 #: How long the shared server's `DELETE /v1/users/{id}` waits for the
