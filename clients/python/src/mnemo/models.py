@@ -107,11 +107,20 @@ class AddRequest(Request):
     expires_at: Optional[datetime] = None
 
 
+#: What a write did with one item (the memory lifecycle).
+AddOutcome = Literal["created", "reinforced", "promoted", "superseded"]
+
+
 class AddedMemory(Response):
     __schema_name__ = "AddedMemory"
+    #: The memory that holds the item: the new one, or the stored memory it
+    #: reinforced or promoted.
     id: UUID
     tier: Tier
     status: Status
+    outcome: AddOutcome
+    #: With ``superseded``: the memory the item replaced.
+    superseded: Optional[UUID] = None
 
 
 class AddResponse(Response):
@@ -273,6 +282,20 @@ class TemporalSignal(Response):
     factor: float
 
 
+class LearnedSignals(Response):
+    """What the learned ranking stage saw in a hit (``[retrieval.learned]``)."""
+
+    __schema_name__ = "LearnedSignals"
+    #: Each feature's value, by name.
+    features: Dict[str, float]
+    #: weight × value, by name (features that add nothing are left out).
+    contributions: Dict[str, float]
+    #: The model's bias (log-odds before any feature).
+    bias: float
+    #: The hit's probability of relevance.
+    relevance: float
+
+
 class ScoreBreakdown(Response):
     __schema_name__ = "ScoreBreakdown"
     bm25_score: Optional[float] = None
@@ -302,6 +325,9 @@ class ScoreBreakdown(Response):
     context: Optional[TurnContext] = None
     #: Present when the query named a time.
     temporal: Optional[TemporalSignal] = None
+    #: The learned stage's features, contributions and probability of
+    #: relevance (absent when the stage is off).
+    learned: Optional[LearnedSignals] = None
     final_score: float
 
 
