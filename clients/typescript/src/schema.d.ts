@@ -3250,6 +3250,11 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * @description What a write did with one item (the memory lifecycle).
+         * @enum {string}
+         */
+        AddOutcome: "created" | "reinforced" | "promoted" | "superseded";
+        /**
          * @description Either `{"memories": [...]}` or one memory's fields at the top level;
          *     `refresh: true` makes them searchable before the response.
          */
@@ -3279,10 +3284,21 @@ export interface components {
             memories: components["schemas"]["AddedMemory"][];
         };
         AddedMemory: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description The memory that holds the item: the new one, or the stored memory it
+             *     reinforced or promoted.
+             */
             id: string;
+            /** @description What the write did with the item. */
+            outcome: components["schemas"]["AddOutcome"];
             /** @description `pending` when confidence was below the policy's threshold. */
             status: components["schemas"]["Status"];
+            /**
+             * Format: uuid
+             * @description With `superseded`: the memory the item replaced.
+             */
+            superseded?: string | null;
             tier: components["schemas"]["Tier"];
         };
         AppendMessage: {
