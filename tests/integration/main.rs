@@ -37,6 +37,7 @@ mod quota;
 mod ranking;
 mod real_embedder;
 mod repair;
+mod scan_locks;
 mod schema_upgrade;
 mod store_contract;
 mod threads;

@@ -31,6 +31,10 @@ use crate::store::tables::Table;
 
 pub type SqliteStore = SqlStore<Sqlite>;
 
+/// For reading a database's files beside SQLite without dropping its locks
+/// (the erasure's file scan): see `sqlite_file.rs`.
+pub(crate) use super::sqlite_file::{kept_file, read_kept};
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies migrations.
     pub async fn open(path: &Path) -> Result<Self> {
