@@ -53,6 +53,9 @@ pub enum AuditAction {
     Delete,
     Restore,
     Access,
+    /// The memory came in with an import of its user's export (by the
+    /// admin named as the actor).
+    Import,
 }
 
 impl AuditAction {
@@ -69,6 +72,7 @@ impl AuditAction {
             AuditAction::Delete => "delete",
             AuditAction::Restore => "restore",
             AuditAction::Access => "access",
+            AuditAction::Import => "import",
         }
     }
 
@@ -76,7 +80,7 @@ impl AuditAction {
         use AuditAction::*;
         [
             Create, Update, Supersede, Confirm, Reject, Reinforce, Expire, Archive, Delete,
-            Restore, Access,
+            Restore, Access, Import,
         ]
         .into_iter()
         .find(|a| a.as_str() == s)
@@ -614,13 +618,27 @@ pub trait TableCopy: Send + Sync {
     /// assigned anew in the given order, and a thread's `summary_upto_seq`
     /// follows its messages' new numbers. A row whose key exists already is
     /// a `Conflict` (nothing written), and so is an erasure of the user in
-    /// progress. Returns how many rows were written.
+    /// progress, and so is a file that names (in a row's key or a reference:
+    /// `supersedes`, an audit event's memory, a message's thread…) a memory,
+    /// thread or payload id the store holds already. Returns how many rows
+    /// were written.
     async fn import_user_rows(
         &self,
         tenant_id: &str,
         user_id: &str,
         tables: &[(&Table, Vec<Vec<Value>>)],
     ) -> Result<u64>;
+
+    /// `Conflict` when the rows name a memory, thread or payload id that
+    /// the store holds under another user or tenant (ids of this user are
+    /// let through: an import with `replace` erases them first). Writes
+    /// nothing; `import_user_rows` checks again, in its transaction.
+    async fn refuse_foreign_ids(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        tables: &[(&Table, Vec<Vec<Value>>)],
+    ) -> Result<()>;
 }
 
 /// One entry of the change feed.

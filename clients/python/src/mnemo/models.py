@@ -32,6 +32,7 @@ AuditAction = Literal[
     "delete",
     "restore",
     "access",
+    "import",
 ]
 MessageRole = Literal["user", "assistant", "tool"]
 ExtractionState = Literal["pending", "running", "done", "skipped"]
