@@ -258,6 +258,75 @@ pub trait MemoryStore:
 {
     /// Flushes anything buffered (WAL checkpoint) before shutdown.
     async fn close(&self) -> Result<()>;
+
+    /// What the store's own upkeep (SQLite's WAL checkpoints, the erasure's
+    /// purge) had to give up on, for `/readyz` and `/metrics`.
+    fn upkeep(&self) -> UpkeepStatus {
+        UpkeepStatus::default()
+    }
+}
+
+/// The store's upkeep as counters of this process, shared by its clones.
+#[derive(Debug, Default)]
+pub struct Upkeep {
+    checkpoints: std::sync::atomic::AtomicU64,
+    checkpoints_incomplete: std::sync::atomic::AtomicU64,
+    /// 0: none yet; 1: the last one completed; 2: it did not.
+    last_checkpoint: std::sync::atomic::AtomicU8,
+    vacuum_fallbacks: std::sync::atomic::AtomicU64,
+}
+
+impl Upkeep {
+    /// A `TRUNCATE` checkpoint's outcome: `false` when it gave up within
+    /// its time bound and left the WAL as a `PASSIVE` one did.
+    pub fn checkpointed(&self, complete: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.checkpoints.fetch_add(1, Relaxed);
+        if !complete {
+            self.checkpoints_incomplete.fetch_add(1, Relaxed);
+        }
+        self.last_checkpoint
+            .store(if complete { 1 } else { 2 }, Relaxed);
+    }
+
+    /// An erasure's purge that rewrote the whole database (`VACUUM`)
+    /// because the page-by-page scrub could not vouch for the file.
+    pub fn vacuumed(&self) {
+        self.vacuum_fallbacks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn status(&self) -> UpkeepStatus {
+        use std::sync::atomic::Ordering::Relaxed;
+        UpkeepStatus {
+            checkpoints: self.checkpoints.load(Relaxed),
+            checkpoints_incomplete: self.checkpoints_incomplete.load(Relaxed),
+            last_checkpoint_complete: match self.last_checkpoint.load(Relaxed) {
+                0 => None,
+                n => Some(n == 1),
+            },
+            purge_vacuum_fallbacks: self.vacuum_fallbacks.load(Relaxed),
+        }
+    }
+}
+
+/// [`Upkeep`]'s counts (all zero on PostgreSQL, which owns its WAL).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct UpkeepStatus {
+    /// SQLite WAL checkpoints run by this process (start, erasures, close).
+    pub checkpoints: u64,
+    /// Of those, the ones whose `TRUNCATE` did not complete within its time
+    /// bound (a long reader in another process: a backup, a `sqlite3`
+    /// shell); the WAL was copied as far as a `PASSIVE` checkpoint could and
+    /// the next checkpoint completes it.
+    pub checkpoints_incomplete: u64,
+    /// Whether the last checkpoint completed (none yet: absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_checkpoint_complete: Option<bool>,
+    /// Erasure purges that fell back to a `VACUUM` of the whole database
+    /// (this SQLite has no `sqlite_dbpage`, or the scrub could not vouch for
+    /// the file): every other write waited for the rewrite.
+    pub purge_vacuum_fallbacks: u64,
 }
 
 /// Memories and their audit events.

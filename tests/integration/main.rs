@@ -39,5 +39,6 @@ mod real_embedder;
 mod repair;
 mod scan_locks;
 mod schema_upgrade;
+mod sqlite_upkeep;
 mod store_contract;
 mod threads;
