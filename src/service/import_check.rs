@@ -40,10 +40,10 @@ use crate::store::{text_hash, AuditAction};
 const MAX_TIME_MS: i64 = 253_402_300_799_999;
 
 /// The largest JSON or text cell the write path does not bound by the
-/// policy (a tool payload, a thread summary, an audit event's details, an
-/// assistant's reply): the import route's whole body is bounded anyway,
-/// this keeps one cell from being most of it.
-pub const MAX_CELL_BYTES: usize = 8 << 20;
+/// policy (a thread summary, an audit event's details, an assistant's
+/// reply): the import route's whole body is bounded anyway, this keeps one
+/// cell from being most of it.
+pub const MAX_CELL_BYTES: usize = crate::policy::MAX_TOOL_PAYLOAD_BYTES;
 
 /// Checks every record of a verified export (module doc). The error names
 /// the record type, its position among its type and the column, never the
