@@ -114,6 +114,10 @@ pub enum Command {
         /// Erase the user's existing data first instead of refusing.
         #[arg(long)]
         replace: bool,
+        /// Import a user who was erased (forget-all) instead of refusing:
+        /// their data comes back, deliberately.
+        #[arg(long)]
+        allow_erased: bool,
     },
     /// Count what every store still holds of a user.
     VerifyErasure {
@@ -333,7 +337,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             user,
             tenant,
             replace,
-        } => import(&cli.global, &tenant, user.as_deref(), &file, replace).await,
+            allow_erased,
+        } => {
+            let options = crate::service::export::ImportOptions {
+                replace,
+                allow_erased,
+            };
+            import(&cli.global, &tenant, user.as_deref(), &file, options).await
+        }
         Command::VerifyErasure { user, tenant } => {
             verify_erasure(&cli.global, &tenant, &user).await
         }
@@ -877,12 +888,12 @@ async fn import(
     tenant: &str,
     user: Option<&str>,
     file: &Path,
-    replace: bool,
+    options: crate::service::export::ImportOptions,
 ) -> anyhow::Result<()> {
     let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let engine = open_engine(g).await?;
     let report = engine
-        .import_user(&tenant_operator(tenant), user, &data, replace)
+        .import_user(&tenant_operator(tenant), user, &data, options)
         .await?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     engine.close().await?;

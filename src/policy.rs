@@ -225,6 +225,8 @@ pub struct LimitsPolicy {
     /// Calls to the chat model made for one user in any minute, per node
     /// (turns, the proxy, extraction, summaries); 0 = no quota.
     pub model_calls_per_user_per_minute: u32,
+    /// Largest full payload of one tool result, bytes of compact JSON.
+    pub max_tool_payload_bytes: usize,
 }
 
 impl Default for LimitsPolicy {
@@ -239,9 +241,14 @@ impl Default for LimitsPolicy {
             max_threads_per_user: 10_000,
             max_memories_per_user: 1_000_000,
             model_calls_per_user_per_minute: 120,
+            max_tool_payload_bytes: 1 << 20,
         }
     }
 }
+
+/// The most `limits.max_tool_payload_bytes` may be (an import's cells are
+/// bounded by the same).
+pub const MAX_TOOL_PAYLOAD_BYTES: usize = 8 << 20;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -897,6 +904,15 @@ impl Policy {
             l.requests_per_second_per_key,
         )?;
         positive("limits.burst_per_key", l.burst_per_key as f64)?;
+        if !(1..=MAX_TOOL_PAYLOAD_BYTES).contains(&l.max_tool_payload_bytes) {
+            return Err(Error::Config {
+                key: "limits.max_tool_payload_bytes".into(),
+                message: format!(
+                    "must be between 1 and {MAX_TOOL_PAYLOAD_BYTES}, got {}",
+                    l.max_tool_payload_bytes
+                ),
+            });
+        }
         if !(1..=64).contains(&l.max_metadata_depth) {
             return Err(Error::Config {
                 key: "limits.max_metadata_depth".into(),

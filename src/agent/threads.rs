@@ -456,6 +456,19 @@ impl Agent {
                     (!req.content.trim().is_empty())
                         .then(|| serde_json::Value::String(req.content.clone()))
                 });
+                let max = self.0.engine.policy().limits.max_tool_payload_bytes;
+                if let Some(p) = &payload {
+                    let bytes = serde_json::to_vec(p).map_or(usize::MAX, |b| b.len());
+                    if bytes > max {
+                        return Err(Error::TooLarge {
+                            field: "tool.payload",
+                            message: format!(
+                                "the tool payload is {bytes} bytes as JSON; the limit is {max} \
+                                 bytes (policy limits.max_tool_payload_bytes)"
+                            ),
+                        });
+                    }
+                }
                 let payload = payload.map(|p| Payload {
                     id: Uuid::now_v7(),
                     payload: p,

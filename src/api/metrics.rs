@@ -129,6 +129,10 @@ struct ScrapeGauges {
     index_lag: Gauge,
     index_position: Gauge,
     uptime: FloatGauge,
+    upkeep_checkpoints: Gauge,
+    upkeep_checkpoints_incomplete: Gauge,
+    upkeep_last_checkpoint_complete: Gauge,
+    upkeep_vacuum_fallbacks: Gauge,
 }
 
 impl Default for Metrics {
@@ -177,6 +181,10 @@ impl Default for Metrics {
             index_lag: Gauge::default(),
             index_position: Gauge::default(),
             uptime: FloatGauge::default(),
+            upkeep_checkpoints: Gauge::default(),
+            upkeep_checkpoints_incomplete: Gauge::default(),
+            upkeep_last_checkpoint_complete: Gauge::default(),
+            upkeep_vacuum_fallbacks: Gauge::default(),
         };
         let s = &scrape;
         registry.register(
@@ -240,6 +248,28 @@ impl Default for Metrics {
             "Seconds since the server started",
             s.uptime.clone(),
         );
+        registry.register(
+            "sqlite_checkpoints",
+            "SQLite WAL checkpoints this process ran (start, erasures, close); 0 on PostgreSQL",
+            s.upkeep_checkpoints.clone(),
+        );
+        registry.register(
+            "sqlite_checkpoints_incomplete",
+            "SQLite WAL checkpoints whose TRUNCATE gave up within its time bound (a long \
+             reader in another process) and settled for PASSIVE",
+            s.upkeep_checkpoints_incomplete.clone(),
+        );
+        registry.register(
+            "sqlite_last_checkpoint_complete",
+            "Whether the last SQLite WAL checkpoint completed (1), gave up (0); 1 before any",
+            s.upkeep_last_checkpoint_complete.clone(),
+        );
+        registry.register(
+            "store_purge_vacuum_fallbacks",
+            "Erasure purges that rewrote the whole SQLite database with VACUUM (the \
+             page-by-page scrub could not vouch for the file), holding every writer",
+            s.upkeep_vacuum_fallbacks.clone(),
+        );
         Metrics {
             started: Instant::now(),
             registry,
@@ -266,6 +296,8 @@ pub struct Gauges {
     pub jobs: Vec<JobGauge>,
     /// Clustered mode: (feed head, position this node applied).
     pub index_feed: Option<(i64, i64)>,
+    /// The store's checkpoints and purges.
+    pub store_upkeep: crate::store::UpkeepStatus,
 }
 
 /// A lifecycle job's last completed run.
@@ -450,6 +482,14 @@ impl Metrics {
         s.index_lag.set(lag);
         s.index_position.set(position);
         s.uptime.set(self.started.elapsed().as_secs_f64());
+        let u = &gauges.store_upkeep;
+        s.upkeep_checkpoints.set(to_i64(u.checkpoints));
+        s.upkeep_checkpoints_incomplete
+            .set(to_i64(u.checkpoints_incomplete));
+        s.upkeep_last_checkpoint_complete
+            .set(i64::from(u.last_checkpoint_complete.unwrap_or(true)));
+        s.upkeep_vacuum_fallbacks
+            .set(to_i64(u.purge_vacuum_fallbacks));
 
         let mut out = String::with_capacity(8192);
         let encoded = if openmetrics {
@@ -483,6 +523,12 @@ mod tests {
                 last_counts: vec![("expire".into(), 3), ("Not A Label\n".into(), 9)],
             }],
             index_feed: Some((10, 7)),
+            store_upkeep: crate::store::UpkeepStatus {
+                checkpoints: 4,
+                checkpoints_incomplete: 1,
+                last_checkpoint_complete: Some(false),
+                purge_vacuum_fallbacks: 2,
+            },
         }
     }
 
@@ -522,6 +568,9 @@ mod tests {
         assert!(text.contains("once it is older than 30 s"), "{text}");
         assert!(text.contains("mnemo_embedding_queue_depth 1"));
         assert!(text.contains("mnemo_index_lag_changes 3"));
+        assert!(text.contains("mnemo_sqlite_checkpoints_incomplete 1\n"));
+        assert!(text.contains("mnemo_sqlite_last_checkpoint_complete 0\n"));
+        assert!(text.contains("mnemo_store_purge_vacuum_fallbacks 2\n"));
         assert!(!text.contains("# EOF"));
         let om = m.render(&gauges(), true);
         assert!(om.ends_with("# EOF\n"), "OpenMetrics ends with EOF");

@@ -65,12 +65,16 @@ impl Engine {
             }
         }
         if !missing.is_empty() {
-            let _permit = self.write_embed_permit()?;
+            let permit = self.write_embed_permit()?;
             let embedder = self.0.embedder.clone();
             let texts: Vec<String> = missing.iter().map(|(_, t)| t.to_string()).collect();
             // One call: the embedder sorts by length, batches
-            // (`indexing.embed_batch`) and uses every bulk session.
+            // (`indexing.embed_batch`) and uses every bulk session. The
+            // permit goes with the work, not with the request: a request
+            // cancelled meanwhile (a client that hangs up) leaves the
+            // blocking work running, and it must stay counted until it ends.
             let fresh = blocking(move || {
+                let _permit = permit;
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 embedder.embed_passages(&refs)
             })

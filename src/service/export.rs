@@ -42,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::service::erasure::ErasureReceipt;
 use crate::service::Engine;
 use crate::store::tables::{ColumnType, Table, Value, USER_TABLES};
+use crate::store::AuditAction;
 
 /// The format of the records; bumped when a table's columns change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -94,6 +95,31 @@ pub struct ImportReport {
     pub model_changed: bool,
     /// With `replace`: the erasure of the data the user had before.
     pub replaced: Option<ErasureReceipt>,
+}
+
+/// How an import treats a user who has data or was erased.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Erase the user's existing data first (with a receipt) instead of
+    /// refusing.
+    pub replace: bool,
+    /// Import a user who was erased (a forget-all tombstone) instead of
+    /// refusing: the admin says the data may come back.
+    pub allow_erased: bool,
+}
+
+/// The ids of the memories of a (verified) export.
+fn imported_memory_ids(tables: &[(&'static Table, Vec<Vec<Value>>)]) -> Vec<Uuid> {
+    let Some((memories, rows)) = tables.iter().find(|(t, _)| t.name == "memories") else {
+        return Vec::new();
+    };
+    let id_col = memories.key_positions()[0];
+    rows.iter()
+        .filter_map(|row| match &row[id_col] {
+            Value::Text(s) => Uuid::parse_str(s).ok(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A verified export: each user table's rows, in [`USER_TABLES`] order.
@@ -339,15 +365,20 @@ impl Engine {
     }
 
     /// Restores an export (module doc) as `user_id` (default: the export's
-    /// user) of the actor's tenant; admin keys only. Refused (`Conflict`)
-    /// when the user has data already, unless `replace` (which erases it
-    /// first, with a receipt), and while the user is being erased.
+    /// user) of the actor's tenant; admin keys only. Every record is checked
+    /// as the write path checks it ([`crate::service::import_check`]) and
+    /// every id it names must be free in the store (no other user's or
+    /// tenant's thread or memory). Refused (`Conflict`) when the user has
+    /// data already, unless `replace` (which erases it first, with a
+    /// receipt); while the user is being erased; and when the user was
+    /// erased (a tombstone), unless `allow_erased`. Each imported memory's
+    /// history gains an `import` event by the actor.
     pub async fn import_user(
         &self,
         actor: &Actor,
         user_id: Option<&str>,
         data: &[u8],
-        replace: bool,
+        options: ImportOptions,
     ) -> Result<ImportReport> {
         if !actor.admin {
             return Err(Error::Forbidden(
@@ -358,13 +389,33 @@ impl Engine {
             manifest,
             mut tables,
         } = verify(data)?;
+        crate::service::import_check::check_records(&tables, self.policy().limits())?;
         let user_id = user_id.unwrap_or(&manifest.user_id).to_string();
         validate_id("user_id", &user_id)?;
         let tenant_id = actor.tenant_id.clone();
         self.refuse_if_erasing(&tenant_id, &user_id).await?;
+        if !options.allow_erased
+            && self
+                .store()
+                .last_erasure(&tenant_id, &user_id)
+                .await?
+                .is_some()
+        {
+            return Err(Error::Conflict(
+                "this user was erased (forget-all); importing would bring the data back: \
+                 import with allow_erased (`--allow-erased`) to do so deliberately"
+                    .into(),
+            ));
+        }
+        retarget(&mut tables, &tenant_id, &user_id);
+        // Before `replace` erases anything: a file naming someone else's
+        // ids costs the user nothing.
+        self.store()
+            .refuse_foreign_ids(&tenant_id, &user_id, &tables)
+            .await?;
         let had = self.store().user_footprint(&tenant_id, &user_id).await?;
         let has_data = had.memories + had.audit_events + had.threads + had.messages > 0;
-        let replaced = match (has_data, replace) {
+        let replaced = match (has_data, options.replace) {
             (false, _) => None,
             (true, true) => Some(self.forget_user(actor, &user_id).await?),
             (true, false) => {
@@ -373,23 +424,20 @@ impl Engine {
                 ))
             }
         };
-        retarget(&mut tables, &tenant_id, &user_id);
+        let ids = imported_memory_ids(&tables);
+        self.audit_import(&mut tables, actor, &user_id, &ids, &manifest, options)?;
         let rows_written = self
             .store()
             .import_user_rows(&tenant_id, &user_id, &tables)
             .await?;
-        let memories = &tables[0];
-        let id_col = memories.0.key_positions()[0];
-        let ids: Vec<Uuid> = memories
-            .1
-            .iter()
-            .filter_map(|row| match &row[id_col] {
-                Value::Text(s) => Uuid::parse_str(s).ok(),
-                _ => None,
-            })
-            .collect();
         let indexed = self.index_imported(&ids).await?;
-        tracing::info!(rows_written, indexed, "user imported");
+        tracing::info!(
+            rows_written,
+            indexed,
+            allow_erased = options.allow_erased,
+            replaced = replaced.is_some(),
+            "user imported"
+        );
         Ok(ImportReport {
             user_id,
             counts: manifest.counts.clone(),
@@ -398,6 +446,52 @@ impl Engine {
             model_changed: manifest.embedding_model != self.embedder().model_id(),
             replaced,
         })
+    }
+
+    /// Adds an `import` event by the actor to the history of every imported
+    /// memory, after the events the file brings: written in the import's
+    /// transaction, so the import is on record exactly when it happened.
+    fn audit_import(
+        &self,
+        tables: &mut [(&'static Table, Vec<Vec<Value>>)],
+        actor: &Actor,
+        user_id: &str,
+        ids: &[Uuid],
+        manifest: &Manifest,
+        options: ImportOptions,
+    ) -> Result<()> {
+        let Some((audit, rows)) = tables.iter_mut().find(|(t, _)| t.name == "audit_events") else {
+            return Err(Error::internal(
+                "no audit_events table among the user tables",
+            ));
+        };
+        let details = serde_json::json!({
+            "exported_at": manifest.exported_at,
+            "embedding_model": manifest.embedding_model,
+            "replace": options.replace,
+            "allow_erased": options.allow_erased,
+        })
+        .to_string();
+        let at = self.clock().now().timestamp_millis();
+        for id in ids {
+            let row = audit
+                .columns
+                .iter()
+                .map(|(c, _)| match *c {
+                    "seq" => Value::Int(0),
+                    "memory_id" => Value::Text(id.to_string()),
+                    "tenant_id" => Value::Text(actor.tenant_id.clone()),
+                    "user_id" => Value::Text(user_id.to_string()),
+                    "action" => Value::Text(AuditAction::Import.as_str().into()),
+                    "actor" => Value::Text(actor.id.clone()),
+                    "at" => Value::Int(at),
+                    "details" => Value::Text(details.clone()),
+                    _ => Value::Null,
+                })
+                .collect();
+            rows.push(row);
+        }
+        Ok(())
     }
 
     /// Embeds (with this deployment's model, through the embedding cache)

@@ -31,6 +31,7 @@ mod document;
 mod embed;
 pub mod erasure;
 pub mod export;
+pub mod import_check;
 mod index;
 pub mod ingest;
 pub mod keys;

@@ -53,6 +53,9 @@ pub enum AuditAction {
     Delete,
     Restore,
     Access,
+    /// The memory came in with an import of its user's export (by the
+    /// admin named as the actor).
+    Import,
 }
 
 impl AuditAction {
@@ -69,6 +72,7 @@ impl AuditAction {
             AuditAction::Delete => "delete",
             AuditAction::Restore => "restore",
             AuditAction::Access => "access",
+            AuditAction::Import => "import",
         }
     }
 
@@ -76,7 +80,7 @@ impl AuditAction {
         use AuditAction::*;
         [
             Create, Update, Supersede, Confirm, Reject, Reinforce, Expire, Archive, Delete,
-            Restore, Access,
+            Restore, Access, Import,
         ]
         .into_iter()
         .find(|a| a.as_str() == s)
@@ -254,6 +258,75 @@ pub trait MemoryStore:
 {
     /// Flushes anything buffered (WAL checkpoint) before shutdown.
     async fn close(&self) -> Result<()>;
+
+    /// What the store's own upkeep (SQLite's WAL checkpoints, the erasure's
+    /// purge) had to give up on, for `/readyz` and `/metrics`.
+    fn upkeep(&self) -> UpkeepStatus {
+        UpkeepStatus::default()
+    }
+}
+
+/// The store's upkeep as counters of this process, shared by its clones.
+#[derive(Debug, Default)]
+pub struct Upkeep {
+    checkpoints: std::sync::atomic::AtomicU64,
+    checkpoints_incomplete: std::sync::atomic::AtomicU64,
+    /// 0: none yet; 1: the last one completed; 2: it did not.
+    last_checkpoint: std::sync::atomic::AtomicU8,
+    vacuum_fallbacks: std::sync::atomic::AtomicU64,
+}
+
+impl Upkeep {
+    /// A `TRUNCATE` checkpoint's outcome: `false` when it gave up within
+    /// its time bound and left the WAL as a `PASSIVE` one did.
+    pub fn checkpointed(&self, complete: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.checkpoints.fetch_add(1, Relaxed);
+        if !complete {
+            self.checkpoints_incomplete.fetch_add(1, Relaxed);
+        }
+        self.last_checkpoint
+            .store(if complete { 1 } else { 2 }, Relaxed);
+    }
+
+    /// An erasure's purge that rewrote the whole database (`VACUUM`)
+    /// because the page-by-page scrub could not vouch for the file.
+    pub fn vacuumed(&self) {
+        self.vacuum_fallbacks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn status(&self) -> UpkeepStatus {
+        use std::sync::atomic::Ordering::Relaxed;
+        UpkeepStatus {
+            checkpoints: self.checkpoints.load(Relaxed),
+            checkpoints_incomplete: self.checkpoints_incomplete.load(Relaxed),
+            last_checkpoint_complete: match self.last_checkpoint.load(Relaxed) {
+                0 => None,
+                n => Some(n == 1),
+            },
+            purge_vacuum_fallbacks: self.vacuum_fallbacks.load(Relaxed),
+        }
+    }
+}
+
+/// [`Upkeep`]'s counts (all zero on PostgreSQL, which owns its WAL).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct UpkeepStatus {
+    /// SQLite WAL checkpoints run by this process (start, erasures, close).
+    pub checkpoints: u64,
+    /// Of those, the ones whose `TRUNCATE` did not complete within its time
+    /// bound (a long reader in another process: a backup, a `sqlite3`
+    /// shell); the WAL was copied as far as a `PASSIVE` checkpoint could and
+    /// the next checkpoint completes it.
+    pub checkpoints_incomplete: u64,
+    /// Whether the last checkpoint completed (none yet: absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_checkpoint_complete: Option<bool>,
+    /// Erasure purges that fell back to a `VACUUM` of the whole database
+    /// (this SQLite has no `sqlite_dbpage`, or the scrub could not vouch for
+    /// the file): every other write waited for the rewrite.
+    pub purge_vacuum_fallbacks: u64,
 }
 
 /// Memories and their audit events.
@@ -614,13 +687,27 @@ pub trait TableCopy: Send + Sync {
     /// assigned anew in the given order, and a thread's `summary_upto_seq`
     /// follows its messages' new numbers. A row whose key exists already is
     /// a `Conflict` (nothing written), and so is an erasure of the user in
-    /// progress. Returns how many rows were written.
+    /// progress, and so is a file that names (in a row's key or a reference:
+    /// `supersedes`, an audit event's memory, a message's thread…) a memory,
+    /// thread or payload id the store holds already. Returns how many rows
+    /// were written.
     async fn import_user_rows(
         &self,
         tenant_id: &str,
         user_id: &str,
         tables: &[(&Table, Vec<Vec<Value>>)],
     ) -> Result<u64>;
+
+    /// `Conflict` when the rows name a memory, thread or payload id that
+    /// the store holds under another user or tenant (ids of this user are
+    /// let through: an import with `replace` erases them first). Writes
+    /// nothing; `import_user_rows` checks again, in its transaction.
+    async fn refuse_foreign_ids(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        tables: &[(&Table, Vec<Vec<Value>>)],
+    ) -> Result<()>;
 }
 
 /// One entry of the change feed.

@@ -434,6 +434,94 @@ async fn nothing_new_lands_for_a_user_while_their_erasure_is_in_progress() {
         .unwrap();
 }
 
+/// Issue 52, items 7 and 9: a message, a tool payload or a key of the user
+/// that arrives while the user's erasure runs is refused (409), so none
+/// survives it, and verification then says erased with nothing left.
+#[tokio::test]
+async fn messages_payloads_and_keys_of_a_user_being_erased_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_in(dir.path(), Arc::new(manual())).await;
+    let admin = Actor::local("admin");
+    let agent = Agent::new(engine.clone(), None);
+    let thread = agent
+        .create_thread(
+            &admin,
+            CreateThread {
+                user_id: Some("dora".into()),
+                goal: None,
+            },
+        )
+        .await
+        .unwrap();
+    let hello = || AppendMessage {
+        role: MessageRole::User,
+        content: "zqxdora hello".into(),
+        tool: None,
+    };
+    agent.append(&admin, thread.id, hello()).await.unwrap();
+    // The erasure is under way (its intent recorded, the rows not yet gone).
+    engine
+        .store()
+        .begin_erasure("default", "dora", "admin", t0())
+        .await
+        .unwrap();
+    let message = agent.append(&admin, thread.id, hello()).await;
+    assert!(matches!(message, Err(Error::Conflict(_))), "{message:?}");
+    let tool = AppendMessage {
+        role: MessageRole::Tool,
+        content: String::new(),
+        tool: Some(ToolResult {
+            name: "search".into(),
+            status: "ok".into(),
+            summary: Some("zqxdora found".into()),
+            payload: Some(serde_json::json!({"raw": "zqxdora payload"})),
+            ..Default::default()
+        }),
+    };
+    let payload = agent.append(&admin, thread.id, tool).await;
+    assert!(matches!(payload, Err(Error::Conflict(_))), "{payload:?}");
+    let key = mnemo::service::keys::create(
+        engine.store().as_ref(),
+        "default",
+        Some("dora"),
+        mnemo::store::Role::User,
+        t0(),
+    )
+    .await;
+    assert!(matches!(key, Err(Error::Conflict(_))), "{key:?}");
+    // Other users' keys are not held up.
+    mnemo::service::keys::create(
+        engine.store().as_ref(),
+        "default",
+        Some("erin"),
+        mnemo::store::Role::User,
+        t0(),
+    )
+    .await
+    .unwrap();
+
+    engine.resume_erasures().await.unwrap();
+    let v = engine.verify_erasure(&admin, "dora").await.unwrap();
+    assert!(v.erased, "{v:?}");
+    let keys = engine.store().list_api_keys().await.unwrap();
+    assert!(
+        !keys.iter().any(|k| k.user_id.as_deref() == Some("dora")),
+        "a key of the erased user survived"
+    );
+    let payloads = engine
+        .store()
+        .get_payload(thread.id, uuid::Uuid::nil())
+        .await
+        .unwrap();
+    assert!(payloads.is_none());
+    assert!(engine
+        .store()
+        .thread_messages(thread.id, false)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
 // ----- forget-all as a durable job ------------------------------------------
 
 /// A lexical index whose `delete_owner` waits until released: holds an

@@ -485,3 +485,74 @@ async fn bulk_ingest_embeds_each_turn_once_across_batches() {
         "each turn embedded once, with its previous turn"
     );
 }
+
+/// Issue 52, item 14: a write cancelled while its texts are being embedded
+/// (a client that hangs up) leaves the embedding running on a blocking
+/// thread; its permit stays taken until that work ends, so the queue stays
+/// bounded under cancellations.
+#[tokio::test]
+async fn a_cancelled_write_keeps_its_embedding_permit_until_the_embedding_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate: Arc<(Mutex<(bool, bool)>, Condvar)> = Arc::default();
+    let held = gate.clone();
+    let embedder = HookedEmbedder {
+        inner: HashingEmbedder::new(64),
+        before_passages: move |texts: &[&str]| {
+            if !texts.iter().any(|t| t.contains("zqxslow")) {
+                return;
+            }
+            let (lock, cv) = &*held;
+            let mut g = lock.lock().unwrap();
+            g.0 = true; // entered
+            cv.notify_all();
+            while !g.1 {
+                g = cv.wait(g).unwrap();
+            }
+        },
+    };
+    let engine = engine(dir.path(), embedder).await;
+    let writer = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let actor = Actor::local("t");
+            engine
+                .add(&actor, vec![long_term("u", "zqxslow text to embed")], false)
+                .await
+        })
+    };
+    // Wait until the embedding runs, then cancel the request.
+    let entered = {
+        let gate = gate.clone();
+        tokio::task::spawn_blocking(move || {
+            let (lock, cv) = &*gate;
+            let g = lock.lock().unwrap();
+            let (g, _) = cv
+                .wait_timeout_while(g, Duration::from_secs(30), |g| !g.0)
+                .unwrap();
+            g.0
+        })
+        .await
+        .unwrap()
+    };
+    assert!(entered, "the embedding never started");
+    writer.abort();
+    assert!(writer.await.unwrap_err().is_cancelled());
+    let depth = engine.embedding_queue_depth();
+    {
+        let (lock, cv) = &*gate;
+        lock.lock().unwrap().1 = true;
+        cv.notify_all();
+    }
+    assert_eq!(
+        depth, 1,
+        "the cancelled request's embedding still runs and must stay counted"
+    );
+    let started = std::time::Instant::now();
+    while engine.embedding_queue_depth() != 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "permit never released"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

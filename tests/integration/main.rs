@@ -37,6 +37,8 @@ mod quota;
 mod ranking;
 mod real_embedder;
 mod repair;
+mod scan_locks;
 mod schema_upgrade;
+mod sqlite_upkeep;
 mod store_contract;
 mod threads;

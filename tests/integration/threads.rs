@@ -961,3 +961,33 @@ async fn nothing_extracted_lands_when_the_user_is_erased_mid_extraction() {
         .unwrap()
         .is_empty());
 }
+
+/// Issue 52, item 12: a tool result's full payload is bounded by the
+/// policy (`limits.max_tool_payload_bytes`): larger is 413 and nothing is
+/// appended.
+#[tokio::test]
+async fn a_tool_payload_over_the_policy_limit_is_413_and_writes_nothing() {
+    let mut policy = Policy::default();
+    policy.limits.max_tool_payload_bytes = 1000;
+    let api = api_with_state(policy, AuthMode::Keys, |s| s).await;
+    let id = new_thread(&api, &api.ann, json!({})).await;
+    let msgs = format!("/v1/threads/{id}/messages");
+    let tool = |size: usize| {
+        json!({"role": "tool", "tool": {
+            "name": "fetch", "status": "ok", "summary": "a page",
+            "payload": {"body": "x".repeat(size)}
+        }})
+    };
+    let r = post(&api, &msgs, &api.ann, tool(900)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = post(&api, &msgs, &api.ann, tool(2000)).await;
+    assert_error(&r, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    assert_eq!(r.body["error"]["field"], "tool.payload", "{}", r.body);
+    let stored = api
+        .engine
+        .store()
+        .thread_messages(id.parse().unwrap(), false)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1, "the refused message was not appended");
+}

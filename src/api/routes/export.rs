@@ -12,14 +12,15 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, DuplexStream, ReadBuf};
 
-use crate::api::auth::Auth;
+use crate::api::auth::{require_admin, Auth};
 use crate::api::error::{ErrorBody, Json};
 use crate::api::AppState;
 use crate::error::{Error, Result};
-use crate::service::export::ImportReport;
+use crate::service::export::{ImportOptions, ImportReport};
 
 /// The largest import body (an export of a user with 10k memories and their
-/// history is a few MB).
+/// history is a few MB). Read only once the key is known to be an admin's:
+/// any other key is refused before a byte of the body is read.
 pub const MAX_IMPORT_BYTES: usize = 1 << 30;
 
 /// Export a user's memories (every status) with their audit history,
@@ -70,22 +71,32 @@ pub struct ImportParams {
     /// refusing with 409.
     #[serde(default)]
     pub replace: bool,
+    /// Import a user who was erased (forget-all) instead of refusing with
+    /// 409: the data comes back, deliberately.
+    #[serde(default)]
+    pub allow_erased: bool,
 }
 
-/// Restore an export as this user of the key's tenant (admin keys only). The
-/// file is verified whole first (manifest sha256 and counts): a bad file
-/// writes nothing. Ids, statuses, versions, timestamps and histories are
-/// kept; texts are embedded with this deployment's model and indexed.
+/// Restore an export as this user of the key's tenant (admin keys only; any
+/// other key is refused before the body is read). The file is verified
+/// whole first (manifest sha256 and counts, every record's columns as the
+/// write path checks them, references within the file, no id of another
+/// user or tenant): a bad file writes nothing. A user who was erased is
+/// refused unless `allow_erased=true`. Ids, statuses, versions, timestamps
+/// and histories are kept, and each memory's history gains an `import`
+/// event; texts are embedded with this deployment's model and indexed.
 #[utoipa::path(
     post, path = "/v1/users/{user_id}/import", tag = "users",
     params(("user_id" = String, Path, description = "User id"), ImportParams),
     request_body(content = String, content_type = "application/x-ndjson", description = "An export"),
     responses(
         (status = 200, description = "Imported", body = ImportReport),
-        (status = 400, description = "Not a valid export (hash, counts, records)", body = ErrorBody),
+        (status = 400, description = "Not a valid export (hash, counts, records, references)", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "Not an admin key", body = ErrorBody),
-        (status = 409, description = "The user has data (without replace), or is being erased", body = ErrorBody),
+        (status = 409, description = "The user has data (without replace), is being erased, was erased (without allow_erased), \
+            or the file names an id that exists under another user or tenant", body = ErrorBody),
+        (status = 413, description = "Over 1 GiB", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -94,12 +105,37 @@ pub async fn import(
     Auth(actor): Auth,
     Path(user_id): Path<String>,
     Query(p): Query<ImportParams>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Json<ImportReport>> {
+    // Before the body: a non-admin key must not make the server buffer up
+    // to `MAX_IMPORT_BYTES` only to be refused.
+    require_admin(&actor, "import users' data")?;
+    let body = axum::body::to_bytes(body, MAX_IMPORT_BYTES)
+        .await
+        .map_err(|e| {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if too_large {
+                Error::TooLarge {
+                    field: "body",
+                    message: format!("an import body is at most {MAX_IMPORT_BYTES} bytes"),
+                }
+            } else {
+                Error::invalid("body", format!("the import body could not be read: {e}"))
+            }
+        })?;
     Ok(Json(
         state
             .engine
-            .import_user(&actor, Some(&user_id), &body, p.replace)
+            .import_user(
+                &actor,
+                Some(&user_id),
+                &body,
+                ImportOptions {
+                    replace: p.replace,
+                    allow_erased: p.allow_erased,
+                },
+            )
             .await?,
     ))
 }

@@ -28,6 +28,19 @@ pub struct Health {
     /// `/readyz` only: how far the index repair loop is behind the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_lag: Option<crate::service::repair::IndexLag>,
+    /// `/readyz` only: what is degraded without making the node unready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<ReadyDetails>,
+}
+
+/// `/readyz`'s details: conditions an operator should see that do not take
+/// the node out of rotation.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ReadyDetails {
+    /// The store's upkeep: SQLite WAL checkpoints that gave up within their
+    /// time bound (`last_checkpoint_complete: false` while the last one
+    /// did), and erasure purges that fell back to a whole-database VACUUM.
+    pub store: crate::store::UpkeepStatus,
 }
 
 /// `/readyz` is 503 when the oldest change the repair loop has not applied
@@ -131,6 +144,7 @@ pub async fn healthz() -> Json<Health> {
         status: "ok".into(),
         checks: BTreeMap::new(),
         index_lag: None,
+        details: None,
     })
 }
 
@@ -195,6 +209,9 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         status: if ready { "ready" } else { "not_ready" }.into(),
         checks,
         index_lag: Some(lag),
+        details: Some(ReadyDetails {
+            store: state.engine.store().upkeep(),
+        }),
     };
     (status, Json(body)).into_response()
 }
@@ -269,6 +286,7 @@ pub async fn metrics(
             Some(applied) => Some((state.engine.feed().change_feed_head().await?, applied)),
             None => None,
         },
+        store_upkeep: state.engine.store().upkeep(),
     };
     let openmetrics = headers
         .get_all(header::ACCEPT)

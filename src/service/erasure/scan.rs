@@ -12,6 +12,15 @@
 //! Plain synchronous file I/O: call it off the async runtime. Files are read
 //! in 8 MiB chunks overlapping by the longest needle, so memory stays bounded
 //! whatever the file sizes; one pass of a multi-pattern matcher per chunk.
+//!
+//! The SQLite files (`mnemo.db`, `-wal`, `-shm`) are never opened and
+//! closed here: closing any descriptor of a file drops every POSIX lock the
+//! process holds on it, so a scan run inside `mnemo serve` would drop the
+//! server's SQLite locks, and the next process to open the database (`mnemo
+//! keys list`) would take itself for the last one and delete the WAL under
+//! the server. They are read through the store's kept handles
+//! ([`crate::store::sqlite::kept_file`]: opened once, never closed while the
+//! file has a name).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -174,7 +183,7 @@ pub fn scan_dir(root: &Path, needles: &[Needle]) -> Result<ResidueReport> {
     for path in files {
         let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
         let store = classify(&rel);
-        let (found, bytes) = scan_file(&path, &set, overlap)?;
+        let (found, bytes) = scan_file(&path, store, &set, overlap)?;
         let entry = match stores.iter_mut().find(|s| s.store == store) {
             Some(e) => e,
             None => {
@@ -232,12 +241,60 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// A file being scanned: opened for the scan, or one of SQLite's files
+/// read through a kept handle (module doc).
+enum Source {
+    Opened(std::fs::File),
+    Kept(std::sync::Arc<std::fs::File>, u64),
+}
+
+impl Source {
+    /// `None` when the file is gone.
+    fn open(path: &Path, store: StoreFiles) -> Result<Option<Self>> {
+        let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        if store == StoreFiles::Store && cfg!(unix) {
+            // `None`: replaced while it was being opened; the name now
+            // points at the new file.
+            for _ in 0..3 {
+                match crate::store::sqlite::kept_file(path) {
+                    Ok(Some(f)) => return Ok(Some(Source::Kept(f, 0))),
+                    Ok(None) => continue,
+                    Err(e) if missing(&e) => return Ok(None),
+                    Err(e) => return Err(Error::Io(e)),
+                }
+            }
+            return Err(Error::Unavailable(
+                "a SQLite file kept being replaced during the scan; retry".into(),
+            ));
+        }
+        match std::fs::File::open(path) {
+            Ok(f) => Ok(Some(Source::Opened(f))),
+            Err(e) if missing(&e) => Ok(None),
+            Err(e) => Err(Error::Io(e)),
+        }
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Source::Opened(f) => f.read(buf),
+            Source::Kept(f, at) => {
+                let n = crate::store::sqlite::read_kept(f, buf, *at)?;
+                *at += n as u64;
+                Ok(n)
+            }
+        }
+    }
+}
+
 /// The indexes of the needles found in one file, and its size.
-fn scan_file(path: &Path, set: &RegexSet, overlap: usize) -> Result<(Vec<usize>, u64)> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => return Err(Error::Io(e)),
+fn scan_file(
+    path: &Path,
+    store: StoreFiles,
+    set: &RegexSet,
+    overlap: usize,
+) -> Result<(Vec<usize>, u64)> {
+    let Some(mut file) = Source::open(path, store)? else {
+        return Ok((Vec::new(), 0));
     };
     let mut found = vec![false; set.len()];
     let mut buf = vec![0u8; CHUNK + overlap];

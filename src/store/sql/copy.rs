@@ -82,6 +82,7 @@ impl TableCopy for SqlStore<D> {
         let users = [(tenant_id, user_id)];
         let mut tx = self.pool.begin().await?;
         guard_users(&mut tx, &users, GuardAt::BeforeWrites).await?;
+        refuse_taken_ids(&mut tx, tables, (tenant_id, user_id), false).await?;
         let mut written = 0;
         // Old message seq → new, in order, for the threads' summaries.
         let mut message_seqs: Vec<(i64, i64)> = Vec::new();
@@ -118,6 +119,18 @@ impl TableCopy for SqlStore<D> {
         guard_users(&mut tx, &users, GuardAt::AfterWrites).await?;
         tx.commit().await?;
         Ok(written)
+    }
+
+    async fn refuse_foreign_ids(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        tables: &[(&Table, Vec<Vec<Value>>)],
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        refuse_taken_ids(&mut tx, tables, (tenant_id, user_id), true).await?;
+        tx.rollback().await?;
+        Ok(())
     }
 }
 
@@ -212,6 +225,91 @@ fn check_owner(table: &Table, rows: &[Vec<Value>], tenant_id: &str, user_id: &st
             format!("a {} row is not of the imported user", table.name),
         )),
     }
+}
+
+/// The ids an import names, by the table that holds them: its memories,
+/// threads and payloads, and every reference to one (`supersedes`,
+/// `superseded_by`, an audit event's memory, a message's or payload's
+/// thread).
+const IMPORT_REFERENCES: &[(&str, &str, &str)] = &[
+    ("memories", "id", "memories"),
+    ("memories", "supersedes", "memories"),
+    ("memories", "superseded_by", "memories"),
+    ("audit_events", "memory_id", "memories"),
+    ("threads", "id", "threads"),
+    ("messages", "thread_id", "threads"),
+    ("message_payloads", "id", "message_payloads"),
+    ("message_payloads", "thread_id", "threads"),
+];
+
+/// Refuses an import that names an id the store already holds: under
+/// another user or tenant, the file would attach rows to (or collide with)
+/// someone else's memory or thread; under the imported user (unless
+/// `own_ok`), it would collide with their data.
+async fn refuse_taken_ids(
+    tx: &mut Transaction<'_, D>,
+    tables: &[(&Table, Vec<Vec<Value>>)],
+    (tenant_id, user_id): (&str, &str),
+    own_ok: bool,
+) -> Result<()> {
+    for target in ["memories", "threads", "message_payloads"] {
+        let mut ids: Vec<&str> = Vec::new();
+        for (table, rows) in tables {
+            for (_, column, _) in IMPORT_REFERENCES
+                .iter()
+                .filter(|(t, _, to)| *t == table.name && *to == target)
+            {
+                let Some(i) = table.columns.iter().position(|(c, _)| c == column) else {
+                    continue;
+                };
+                ids.extend(rows.iter().filter_map(|row| match row.get(i) {
+                    Some(Value::Text(id)) => Some(id.as_str()),
+                    _ => None,
+                }));
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        for chunk in ids.chunks(D::MAX_IMPORT_PARAMS.min(1000)) {
+            let mut qb: QueryBuilder<D> = QueryBuilder::new(format!(
+                "SELECT tenant_id, user_id FROM {target} WHERE id IN ("
+            ));
+            let mut list = qb.separated(", ");
+            for id in chunk {
+                list.push_bind(id.to_string());
+            }
+            qb.push(")");
+            if !own_ok {
+                qb.push(" LIMIT 1");
+            } else {
+                // Anyone's but this user's (reference memory has no user).
+                qb.push(" AND NOT (tenant_id = ")
+                    .push_bind(tenant_id.to_string())
+                    .push(" AND user_id IS NOT NULL AND user_id = ")
+                    .push_bind(user_id.to_string())
+                    .push(") LIMIT 1");
+            }
+            if let Some(row) = qb.build().fetch_optional(&mut **tx).await? {
+                let owner: (String, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
+                let what = match target {
+                    "memories" => "memory",
+                    "threads" => "thread",
+                    _ => "tool payload",
+                };
+                return Err(Error::Conflict(
+                    if owner == (tenant_id.to_string(), Some(user_id.to_string())) {
+                        format!("the file names a {what} id this user already has")
+                    } else {
+                        format!(
+                            "the file names a {what} id that belongs to another user or tenant: \
+                             refused, nothing written"
+                        )
+                    },
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Inserts rows of a table with a generated key one by one, in order,

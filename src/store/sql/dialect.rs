@@ -8,6 +8,7 @@ use sqlx::{Pool, QueryBuilder, Transaction};
 
 use crate::error::{Error, Result};
 use crate::store::tables::Table;
+use crate::store::Upkeep;
 
 /// Where a write of a user's data checks that no erasure of that user is
 /// under way ([`Dialect::USER_GUARD`]).
@@ -59,16 +60,19 @@ pub trait Dialect: sqlx::Database {
     /// it lies, but a row's cell that a b-tree rebalance once moved to a
     /// sibling page leaves its old bytes in the first page's unallocated
     /// space, where no delete reaches them.
-    fn purge_erased(pool: &Pool<Self>) -> impl Future<Output = Result<()>> + Send;
+    fn purge_erased(pool: &Pool<Self>, upkeep: &Upkeep) -> impl Future<Output = Result<()>> + Send;
 
     /// After `complete_erasure` committed: SQLite checkpoints the WAL into
     /// the file; PostgreSQL VACUUMs `erasure_intents` (the intent held the
     /// user id in clear).
-    fn after_complete_erasure(pool: &Pool<Self>) -> impl Future<Output = Result<()>> + Send;
+    fn after_complete_erasure(
+        pool: &Pool<Self>,
+        upkeep: &Upkeep,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// Before the pool closes: SQLite checkpoints the WAL; PostgreSQL owns
     /// its WAL and has nothing buffered here.
-    fn before_close(pool: &Pool<Self>) -> impl Future<Output = Result<()>> + Send;
+    fn before_close(pool: &Pool<Self>, upkeep: &Upkeep) -> impl Future<Output = Result<()>> + Send;
 
     /// A database error that is the caller's, not the store's: PostgreSQL
     /// cannot store U+0000 in a JSONB string (SQLite can). `Err` gives the

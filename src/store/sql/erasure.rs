@@ -109,7 +109,10 @@ impl ErasureStore for SqlStore<D> {
     }
 
     async fn purge_erased(&self) -> Result<()> {
-        let ran = self.purges.run(|| D::purge_erased(&self.pool)).await?;
+        let ran = self
+            .purges
+            .run(|| D::purge_erased(&self.pool, &self.upkeep))
+            .await?;
         if !ran {
             tracing::debug!("purge served by one that started after this erasure's deletes");
         }
@@ -141,7 +144,7 @@ impl ErasureStore for SqlStore<D> {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        D::after_complete_erasure(&self.pool).await
+        D::after_complete_erasure(&self.pool, &self.upkeep).await
     }
 
     async fn user_footprint(&self, tenant_id: &str, user_id: &str) -> Result<UserFootprint> {
@@ -202,7 +205,7 @@ impl ErasureStore for SqlStore<D> {
         // PostgreSQL keeps the old tuple until the next (auto)vacuum of
         // erasure_receipts.
         if done > 0 {
-            D::after_complete_erasure(&self.pool).await?;
+            D::after_complete_erasure(&self.pool, &self.upkeep).await?;
         }
         Ok(done)
     }

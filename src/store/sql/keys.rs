@@ -5,15 +5,25 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::Pool;
 
-use super::rows::row_to_api_key;
+use super::rows::{guard_users, row_to_api_key};
 use super::D;
 use crate::error::Result;
-use crate::store::sql::{conflict_if_duplicate, ms, SqlStore};
+use crate::store::sql::{conflict_if_duplicate, ms, GuardAt, SqlStore};
 use crate::store::{ApiKey, KeyStore};
 
 #[async_trait]
 impl KeyStore for SqlStore<D> {
     async fn insert_api_key(&self, key: &ApiKey) -> Result<()> {
+        // A key bound to a user is that user's data: refused (409) while the
+        // user's erasure runs, so none is created behind its deletes.
+        let mut tx = self.pool.begin().await?;
+        let user: Vec<(&str, &str)> = key
+            .user_id
+            .as_deref()
+            .map(|u| (key.tenant_id.as_str(), u))
+            .into_iter()
+            .collect();
+        guard_users(&mut tx, &user, GuardAt::BeforeWrites).await?;
         sqlx::query(
             "INSERT INTO api_keys (id, tenant_id, user_id, role, secret_sha256, created_at, revoked_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -25,9 +35,11 @@ impl KeyStore for SqlStore<D> {
         .bind(&key.secret_sha256)
         .bind(ms(key.created_at))
         .bind(key.revoked_at.map(ms))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(|e| conflict_if_duplicate(e, || format!("API key {}", key.id)))?;
+        guard_users(&mut tx, &user, GuardAt::AfterWrites).await?;
+        tx.commit().await?;
         Ok(())
     }
 

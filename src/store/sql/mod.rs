@@ -49,7 +49,7 @@ pub use dialect::{Dialect, GuardAt};
 
 use super::{
     ChangeFeed, EmbeddingCache, ErasureStore, JobStore, KeyStore, Memories, MemoryStore, TableCopy,
-    ThreadRef, ThreadStore,
+    ThreadRef, ThreadStore, Upkeep, UpkeepStatus,
 };
 use crate::domain::Memory;
 use crate::error::{Error, Result};
@@ -63,6 +63,8 @@ pub struct SqlStore<D: Dialect> {
     /// SQLite on a file: `get_many` reads through its own connections
     /// (`sqlite_read.rs`). `None` on PostgreSQL and in-memory SQLite.
     direct: Option<Arc<sqlite_read::DirectReader>>,
+    /// What checkpoints and purges gave up on (`/readyz`, `/metrics`).
+    upkeep: Arc<Upkeep>,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -71,6 +73,7 @@ impl<D: Dialect> SqlStore<D> {
             pool,
             purges: Arc::default(),
             direct: None,
+            upkeep: Arc::default(),
         }
     }
 
@@ -85,6 +88,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
             pool: self.pool.clone(),
             purges: self.purges.clone(),
             direct: self.direct.clone(),
+            upkeep: self.upkeep.clone(),
         }
     }
 }
@@ -116,9 +120,13 @@ where
         if let Some(direct) = &self.direct {
             direct.close();
         }
-        D::before_close(&self.pool).await?;
+        D::before_close(&self.pool, &self.upkeep).await?;
         self.pool.close().await;
         Ok(())
+    }
+
+    fn upkeep(&self) -> UpkeepStatus {
+        self.upkeep.status()
     }
 }
 

@@ -32,6 +32,7 @@ use sqlx::{Pool, Postgres, QueryBuilder, Transaction};
 use super::{Dialect, GuardAt, SqlStore};
 use crate::error::{Error, Result};
 use crate::store::tables::Table;
+use crate::store::Upkeep;
 
 pub type PgStore = SqlStore<Postgres>;
 
@@ -108,7 +109,7 @@ impl Dialect for Postgres {
         lock_user(tx, "pg_advisory_xact_lock", tenant_id, user_id).await
     }
 
-    async fn purge_erased(pool: &Pool<Self>) -> Result<()> {
+    async fn purge_erased(pool: &Pool<Self>, _: &Upkeep) -> Result<()> {
         vacuum(
             pool,
             "memories, audit_events, embedding_cache, message_payloads, messages, threads, api_keys",
@@ -117,12 +118,12 @@ impl Dialect for Postgres {
         Ok(())
     }
 
-    async fn after_complete_erasure(pool: &Pool<Self>) -> Result<()> {
+    async fn after_complete_erasure(pool: &Pool<Self>, _: &Upkeep) -> Result<()> {
         vacuum(pool, "erasure_intents").await;
         Ok(())
     }
 
-    async fn before_close(_pool: &Pool<Self>) -> Result<()> {
+    async fn before_close(_pool: &Pool<Self>, _: &Upkeep) -> Result<()> {
         Ok(())
     }
 

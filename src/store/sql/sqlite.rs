@@ -28,8 +28,13 @@ use sqlx::{Pool, QueryBuilder, Sqlite, Transaction};
 use super::{Dialect, GuardAt, SqlStore};
 use crate::error::{Error, Result};
 use crate::store::tables::Table;
+use crate::store::Upkeep;
 
 pub type SqliteStore = SqlStore<Sqlite>;
+
+/// For reading a database's files beside SQLite without dropping its locks
+/// (the erasure's file scan): see `sqlite_file.rs`.
+pub(crate) use super::sqlite_file::{kept_file, read_kept};
 
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies migrations.
@@ -42,7 +47,7 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(BUSY_TIMEOUT)
             .pragma("secure_delete", "ON")
             // 16 MiB of page cache per connection (SQLite's default is 2 MB)
             // and reads through mmap: bulk deletes (forget-all, purges) were
@@ -73,8 +78,8 @@ impl SqliteStore {
         // and WAL: nobody reads them, but they are on disk until copied over.
         // (Killed before the purge completed, the intent is still there and
         // the resumed erasure purges again.)
-        checkpoint_or_warn(&pool).await?;
         let mut store = SqlStore::new(pool);
+        checkpoint_or_warn(&store.pool, &store.upkeep).await?;
         store.direct = Some(super::sqlite_read::DirectReader::open(path)?);
         Ok(store)
     }
@@ -94,14 +99,36 @@ impl SqliteStore {
     }
 }
 
+/// How long a checkpoint keeps retrying its `TRUNCATE` before it settles
+/// for what a `PASSIVE` one copied.
+pub const CHECKPOINT_BUDGET: Duration = Duration::from_secs(5);
+
+/// How long one `TRUNCATE` attempt may wait (SQLite's busy handler) for
+/// readers of an older snapshot. While it waits it holds the WAL's write
+/// lock, so this is what one attempt may stall every writer; the
+/// connection's usual 10 s busy timeout is put back afterwards.
+const CHECKPOINT_ATTEMPT_WAIT_MS: u32 = 100;
+
+/// The pool's busy timeout (`SqliteStore::open`).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Writes every page of the WAL into the database file and truncates the
 /// WAL, so that old frames (earlier versions of pages) are gone too.
 ///
-/// A checkpoint cannot complete while a reader holds an older snapshot (the
-/// pragma then answers `busy` instead of failing), so it is retried for up
-/// to about ten seconds; `false` when it still had not completed then (what
-/// is not copied is copied by the next one, at the latest at the next open).
-async fn checkpoint(pool: &Pool<Sqlite>) -> Result<bool> {
+/// A checkpoint cannot complete while a reader holds an older snapshot (a
+/// backup, Litestream or a `sqlite3` shell in another process: the pragma
+/// then answers `busy`), and while a `TRUNCATE` waits for such a reader it
+/// holds the write lock. So each attempt waits at most
+/// [`CHECKPOINT_ATTEMPT_WAIT_MS`] and the attempts stop after
+/// [`CHECKPOINT_BUDGET`]: `false` then, with the WAL copied as far as the
+/// `PASSIVE` checkpoint that runs first could (the rest is copied by the
+/// next checkpoint, at the latest at the next open). Every outcome is
+/// counted in `upkeep` (`/readyz`, `/metrics`).
+async fn checkpoint(pool: &Pool<Sqlite>, upkeep: &Upkeep) -> Result<bool> {
+    checkpoint_within(pool, upkeep, CHECKPOINT_BUDGET).await
+}
+
+async fn checkpoint_within(pool: &Pool<Sqlite>, upkeep: &Upkeep, budget: Duration) -> Result<bool> {
     // A TRUNCATE checkpoint makes new writers wait while it copies; a
     // PASSIVE one first copies what it can without blocking anyone, so the
     // wait covers only what was written in between. (Its effect alone was
@@ -110,23 +137,48 @@ async fn checkpoint(pool: &Pool<Sqlite>) -> Result<bool> {
     sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
         .fetch_one(pool)
         .await?;
-    for _ in 0..500 {
-        let (busy,): (i64,) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-            .fetch_one(pool)
-            .await?;
-        if busy == 0 {
-            return Ok(true);
+    let mut conn = pool.acquire().await?;
+    sqlx::query(&format!(
+        "PRAGMA busy_timeout = {CHECKPOINT_ATTEMPT_WAIT_MS}"
+    ))
+    .execute(&mut *conn)
+    .await?;
+    let deadline = tokio::time::Instant::now() + budget;
+    let outcome = loop {
+        let busy = sqlx::query_as::<_, (i64,)>("PRAGMA wal_checkpoint(TRUNCATE)")
+            .fetch_one(&mut *conn)
+            .await;
+        match busy {
+            Ok((0,)) => break Ok(true),
+            Ok(_) if tokio::time::Instant::now() >= deadline => break Ok(false),
+            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => break Err(e),
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let restored = sqlx::query(&format!(
+        "PRAGMA busy_timeout = {}",
+        BUSY_TIMEOUT.as_millis()
+    ))
+    .execute(&mut *conn)
+    .await;
+    if restored.is_err() {
+        // Never hand a connection with the short wait back to the pool.
+        conn.close().await.ok();
     }
-    Ok(false)
+    let complete = outcome?;
+    upkeep.checkpointed(complete);
+    Ok(complete)
 }
 
 /// [`checkpoint`], warning when it stayed busy (what it left is copied by
 /// the next one).
-async fn checkpoint_or_warn(pool: &Pool<Sqlite>) -> Result<()> {
-    if !checkpoint(pool).await? {
-        tracing::warn!("the SQLite WAL checkpoint stayed busy; the next one completes it");
+async fn checkpoint_or_warn(pool: &Pool<Sqlite>, upkeep: &Upkeep) -> Result<()> {
+    if !checkpoint(pool, upkeep).await? {
+        tracing::warn!(
+            budget_secs = CHECKPOINT_BUDGET.as_secs(),
+            "the SQLite WAL checkpoint stayed busy (a long reader in another process?): \
+             PASSIVE only, the next one completes it"
+        );
     }
     Ok(())
 }
@@ -150,7 +202,7 @@ impl Dialect for Sqlite {
         Ok(())
     }
 
-    async fn purge_erased(pool: &Pool<Self>) -> Result<()> {
+    async fn purge_erased(pool: &Pool<Self>, upkeep: &Upkeep) -> Result<()> {
         // Clears the free space of every page in short write transactions
         // (`sqlite_scrub.rs`), or, where that module cannot vouch for the
         // file (or the database is in memory), rewrites every page from the
@@ -174,12 +226,13 @@ impl Dialect for Sqlite {
             super::sqlite_scrub::Scrub::Done(done) => Some(done),
             super::sqlite_scrub::Scrub::Unsupported(reason) => {
                 tracing::warn!(%reason, "store purge: VACUUM of the whole database instead");
+                upkeep.vacuumed();
                 sqlx::raw_sql("VACUUM").execute(pool).await?;
                 None
             }
         };
         let t = std::time::Instant::now();
-        let checkpointed = checkpoint(pool).await?;
+        let checkpointed = checkpoint(pool, upkeep).await?;
         if let Some(done) = done {
             tracing::info!(
                 pages = done.pages,
@@ -199,12 +252,12 @@ impl Dialect for Sqlite {
         }
     }
 
-    async fn after_complete_erasure(pool: &Pool<Self>) -> Result<()> {
-        checkpoint_or_warn(pool).await
+    async fn after_complete_erasure(pool: &Pool<Self>, upkeep: &Upkeep) -> Result<()> {
+        checkpoint_or_warn(pool, upkeep).await
     }
 
-    async fn before_close(pool: &Pool<Self>) -> Result<()> {
-        checkpoint_or_warn(pool).await
+    async fn before_close(pool: &Pool<Self>, upkeep: &Upkeep) -> Result<()> {
+        checkpoint_or_warn(pool, upkeep).await
     }
 
     fn refused_value(e: sqlx::Error) -> std::result::Result<Error, sqlx::Error> {

@@ -23,9 +23,11 @@
 //! Database File", 2.2.1). A dropped shared lock on the database file could
 //! let another process take the exclusive lock, believe it is the last
 //! connection, checkpoint and delete the log under this one. So the handles
-//! of [`DatabaseFile::open`] live until the process ends, one per database
-//! file (keyed by device and inode), except those of files that no longer
-//! have a name, which nobody can open again.
+//! of [`DatabaseFile::open`] (and of every other read of a database's
+//! files in the serving process: the log's frames here, the erasure's file
+//! scan through [`kept_file`]) live until the process ends, one per file
+//! (keyed by device and inode), except those of files that no longer have a
+//! name, which nobody can open again.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -67,7 +69,7 @@ impl DatabaseFile {
         if !mode.eq_ignore_ascii_case("wal") || !cfg!(unix) {
             return Ok(None);
         }
-        let Some(file) = handle(path).map_err(io)? else {
+        let Some(file) = kept_file(path).map_err(io)? else {
             return Ok(None);
         };
         let mut wal = OsString::from(path.as_os_str());
@@ -110,10 +112,12 @@ fn io(e: std::io::Error) -> crate::error::Error {
     crate::error::Error::internal(format!("the scan's read of the database file: {e}"))
 }
 
-/// The handle of the database file at `path`, opened once per file and
-/// never closed while the file has a name (see the module). `None` when the
-/// file at `path` changed while it was being opened.
-fn handle(path: &Path) -> std::io::Result<Option<Arc<File>>> {
+/// A read-only handle of the file at `path` (a database, its `-wal` or its
+/// `-shm`), opened once per file and never closed while the file has a
+/// name (see the module): the only way the serving process may read a
+/// SQLite file other than through SQLite. `None` when the file at `path`
+/// changed while it was being opened; `NotFound` when there is none.
+pub(crate) fn kept_file(path: &Path) -> std::io::Result<Option<Arc<File>>> {
     /// By device and inode.
     type Handles = HashMap<(u64, u64), Arc<File>>;
     static OPEN: LazyLock<Mutex<Handles>> = LazyLock::new(|| Mutex::new(HashMap::new()));
@@ -150,6 +154,14 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     file.read_exact_at(buf, offset)
 }
 
+/// Reads into `buf` from `offset` of a [`kept_file`] (positioned: the
+/// handle's offset is shared); how many bytes (0 at the end).
+#[cfg(unix)]
+pub(crate) fn read_kept(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    file.read_at(buf, offset)
+}
+
 // Never called: `DatabaseFile::open` answers `None` off Unix.
 #[cfg(not(unix))]
 fn identity(_: &std::fs::Metadata) -> (u64, u64) {
@@ -166,14 +178,21 @@ fn read_at(_: &File, _: &mut [u8], _: u64) -> std::io::Result<()> {
     Err(std::io::ErrorKind::Unsupported.into())
 }
 
+#[cfg(not(unix))]
+pub(crate) fn read_kept(_: &File, _: &mut [u8], _: u64) -> std::io::Result<usize> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 /// The page numbers of every frame in the WAL file at `path` (none if
 /// there is no file); `None` if it is not a log of `page_size` pages.
 /// Frames past the snapshot's and left from earlier generations of the log
 /// are counted too (see the module: more is safe, fewer is not).
 pub(super) fn wal_pages(path: &Path, page_size: usize) -> std::io::Result<Option<HashSet<u32>>> {
-    let wal = match File::open(path) {
+    let wal = match kept_file(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(HashSet::new())),
-        opened => opened?,
+        Ok(None) => return Ok(None),
+        Ok(Some(wal)) => wal,
+        Err(e) => return Err(e),
     };
     let len = wal.metadata()?.len();
     if len < WAL_HEADER {

@@ -63,7 +63,12 @@ impl ThreadStore for SqlStore<D> {
     }
 
     async fn append_message(&self, m: &NewMessage, payload: Option<&Payload>) -> Result<Message> {
+        // The erasure guard, as for threads and memories: a message (and
+        // its payload) appended while the user's erasure runs is refused
+        // with 409, never left behind the erasure's deletes.
         let mut tx = self.pool.begin().await?;
+        let user = [(m.tenant_id.as_str(), m.user_id.as_str())];
+        guard_users(&mut tx, &user, GuardAt::BeforeWrites).await?;
         let touched =
             sqlx::query("UPDATE threads SET last_activity_at = $1, updated_at = $1 WHERE id = $2")
                 .bind(ms(m.created_at))
@@ -108,6 +113,7 @@ impl ThreadStore for SqlStore<D> {
         .fetch_one(&mut *tx)
         .await?;
         let message = row_to_message(&row)?;
+        guard_users(&mut tx, &user, GuardAt::AfterWrites).await?;
         tx.commit().await?;
         Ok(message)
     }

@@ -32,6 +32,7 @@ AuditAction = Literal[
     "delete",
     "restore",
     "access",
+    "import",
 ]
 MessageRole = Literal["user", "assistant", "tool"]
 ExtractionState = Literal["pending", "running", "done", "skipped"]
@@ -798,11 +799,29 @@ class IndexLag(Response):
     last_failure_at: Optional[datetime] = None
 
 
+class UpkeepStatus(Response):
+    """The store's upkeep in this server process (`/readyz` details)."""
+
+    __schema_name__ = "UpkeepStatus"
+    checkpoints: int
+    checkpoints_incomplete: int
+    last_checkpoint_complete: Optional[bool] = None
+    purge_vacuum_fallbacks: int
+
+
+class ReadyDetails(Response):
+    """What `/readyz` reports as degraded without making the node unready."""
+
+    __schema_name__ = "ReadyDetails"
+    store: UpkeepStatus
+
+
 class Health(Response):
     __schema_name__ = "Health"
     status: str
     checks: Dict[str, str] = Field(default_factory=dict)
     index_lag: Optional[IndexLag] = None
+    details: Optional[ReadyDetails] = None
 
 
 class ErrorDetail(Response):
