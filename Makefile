@@ -65,10 +65,11 @@ qdrant-suites:
 test-fast:
 	$(CARGO) test --lib
 
-## Formatting and clippy, as strict as CI.
+## Formatting, clippy as strict as CI, and no import cycle between modules.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	python3 scripts/module-cycles.py
 
 ## Format the code.
 fmt:
