@@ -373,19 +373,23 @@ pub struct Versions {
 pub async fn run(mut config: EvalConfig, progress: &dyn Progress) -> Result<Report> {
     config.validate()?;
     // Validate every set before the (slow) first ingest.
+    progress.start("load the sets", config.sets.len() as u64);
     let sets = config
         .sets
         .iter()
         .map(|d| {
-            set::load_with(
+            let s = set::load_with(
                 d,
                 config.group_by.as_deref(),
                 config.thread_by.as_deref(),
                 config.asked_at_by.as_deref(),
                 config.strict,
-            )
+            );
+            progress.advance(1);
+            s
         })
         .collect::<Result<Vec<_>>>()?;
+    progress.finish();
     let mut runs = Vec::new();
     let mut set_infos = Vec::new();
     for s in &sets {
