@@ -68,11 +68,12 @@ qdrant-suites:
 test-fast:
 	$(CARGO) test --lib
 
-## Formatting, clippy (as strict as CI), and no dead relative link in the docs.
+## Formatting, clippy (as strict as CI), no dead relative link in the docs, no import cycle between modules.
 lint:
 	python3 scripts/check-links.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	python3 scripts/module-cycles.py
 
 ## Format the code.
 fmt:

@@ -2,15 +2,17 @@
 """List the module-level import cycles of the crate under src/.
 
 A module is a file under src/ (`src/a/b.rs` and `src/a/b/mod.rs` are `a::b`).
-An edge `a -> b` is a `use crate::b...` (or `crate::b::` path) in a's file
-that names module b or an item in it; nested modules of a file count as the
-file. `use super::...` is resolved against the file's parent. Cycles are the
-strongly connected components with more than one module (Tarjan), printed
-one a line with one shortest circle through them.
+An edge `a -> b` is a `crate::b…` or `super::…` path in a's file, in a `use`
+line or inline in code (`super::metrics::record(..)`), that names module b
+or an item in it; comments and string literals do not count. Inline modules
+of a file (`mod tests { … }`) count as the file, and a `super` inside one
+first climbs out of it (so `use super::*` in a file's tests names the file).
+Cycles are the strongly connected components with more than one module
+(Tarjan), printed one a line with one shortest circle through them.
 
     python3 scripts/module-cycles.py [src]
 
-Exit status 0 always; the output is the report (`no cycles` when none).
+Exit status 1 when there is a cycle (`make lint` runs this), else 0.
 """
 
 import os
@@ -49,13 +51,74 @@ def resolve(segments):
     return None
 
 
-def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return "\n".join(line.split("//")[0] for line in text.splitlines())
+def code_only(text):
+    """`text` with comments and the contents of string and character
+    literals blanked (a `crate::` in a doc comment or a message is not an
+    import, and a `{` in a string must not unbalance the braces)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            out.append(" ")
+        elif (m := re.match(r'b?r(#*)"', text[i:])) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            close = '"' + m.group(1)
+            j = text.find(close, i + m.end())
+            i = n if j < 0 else j + len(close)
+            out.append('""')
+        elif c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            out.append('""')
+        elif c == "'" and (m := re.match(r"'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|.)|[^\\'])'", text[i:])):
+            i += m.end()
+            out.append("' '")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+INLINE_MOD = re.compile(r"\bmod\s+[A-Za-z_][A-Za-z0-9_]*\s*\{")
+
+
+def inline_depths(text):
+    """For every position, how many inline `mod x { … }` blocks enclose it,
+    as a sorted list of (start, end) spans to count against."""
+    spans = []
+    for m in INLINE_MOD.finditer(text):
+        depth, j = 0, m.end() - 1
+        while j < len(text):
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        spans.append((m.end(), j))
+    return spans
+
+
+def nesting(spans, pos):
+    return sum(1 for a, b in spans if a <= pos < b)
 
 
 USE = re.compile(r"\buse\s+((?:crate|super)(?:::[^;]*)?);", re.S)
-PATH = re.compile(r"\bcrate((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+PATH = re.compile(r"(?<![:\w])crate((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+SUPER_PATH = re.compile(r"(?<![:\w])super((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 
 
 def expand(tree):
@@ -95,7 +158,7 @@ def expand(tree):
 PUB_USE = re.compile(r"\bpub\s+use\s+([^;]*);", re.S)
 for mod, path in modules.items():
     with open(path, encoding="utf-8") as fh:
-        text = strip_comments(fh.read())
+        text = code_only(fh.read())
     for m in PUB_USE.finditer(text):
         for segs in expand(m.group(1)):
             segs = [x for x in segs if x != "self"]
@@ -114,24 +177,31 @@ for mod, path in modules.items():
 edges = {m: set() for m in modules}
 for mod, path in modules.items():
     with open(path, encoding="utf-8") as fh:
-        text = strip_comments(fh.read())
+        text = code_only(fh.read())
     here = mod.split("::")
-    # `super` in a/b.rs and in a/b/mod.rs both name `a`.
-    parent = here[:-1]
+    spans = inline_depths(text)
+
+    def climb(segs, pos):
+        """A `super::…` path at `pos`: each `super` first leaves an inline
+        module around `pos`, then climbs from the file (`super` in a/b.rs
+        and in a/b/mod.rs both name `a`)."""
+        ups = 0
+        while segs and segs[0] == "super":
+            ups, segs = ups + 1, segs[1:]
+        ups -= nesting(spans, pos)
+        return (here if ups <= 0 else here[: len(here) - ups]) + segs
+
     targets = []
     for m in USE.finditer(text):
         for segs in expand(m.group(1)):
             if segs[0] == "crate":
                 targets.append(segs[1:])
             elif segs[0] == "super":
-                base = list(parent)
-                segs = segs[1:]
-                while segs and segs[0] == "super":
-                    base = base[:-1]
-                    segs = segs[1:]
-                targets.append(base + segs)
+                targets.append(climb(segs, m.start()))
     for m in PATH.finditer(text):
         targets.append(m.group(1).strip(":").split("::"))
+    for m in SUPER_PATH.finditer(text):
+        targets.append(climb(["super"] + m.group(1).strip(":").split("::"), m.start()))
     # A file's own children, named by relative paths (`runner::run(...)`,
     # `pub use memory::Memory`), are edges too.
     for child in modules:
@@ -208,3 +278,4 @@ if not sccs:
 for comp in sorted(sccs, key=lambda c: (-len(c), c)):
     print(f"{len(comp)} modules: {' '.join(comp)}")
     print(f"  e.g. {' -> '.join(circle(comp))}")
+sys.exit(1 if sccs else 0)

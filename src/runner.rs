@@ -217,17 +217,6 @@ impl Runner {
         self.tasks.push((name, handle));
     }
 
-    /// Runs a long-lived worker (not periodic) that must return once the
-    /// token it is given is cancelled.
-    pub fn spawn_worker<F, Fut>(&mut self, name: &'static str, worker: F)
-    where
-        F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        let handle = tokio::spawn(worker(self.cancel.clone()));
-        self.tasks.push((name, handle));
-    }
-
     /// Cancels every task and waits for each to return (a run in progress
     /// finishes first), then for the one-shot work (told by the same token).
     pub async fn stop(self) {

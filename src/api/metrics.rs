@@ -61,6 +61,10 @@ pub const PROMETHEUS_TEXT: &str = prometheus_client::encoding::prometheus_text::
 /// The `Content-Type` of the OpenMetrics exposition.
 pub const OPENMETRICS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// How old the memory counts `/metrics` exports may grow before a scrape
+/// starts a recount (`routes::ops::MemoryCounts`).
+pub const MEMORY_COUNTS_MAX_AGE: Duration = Duration::from_secs(30);
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -197,7 +201,7 @@ impl Default for Metrics {
             format!(
                 "How old the exported memory counts are: a scrape reuses the last count \
                  and, once it is older than {} s, recounts in the background",
-                crate::api::routes::ops::MEMORY_COUNTS_MAX_AGE.as_secs()
+                MEMORY_COUNTS_MAX_AGE.as_secs()
             ),
             s.memory_counts_age.clone(),
         );

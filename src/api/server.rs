@@ -152,8 +152,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         // The file scan of verification: only where the data directory holds
         // the store and the vectors.
         .with_erasure_files(
-            (config.global.database_url.is_none() && config.global.cluster.qdrant_url.is_none())
-                .then(|| config.global.data_dir.clone()),
+            (config.global.database_url.is_none()
+                && config.global.cluster.qdrant.qdrant_url.is_none())
+            .then(|| config.global.data_dir.clone()),
         )
         .with_evals(crate::api::routes::evals::EvalJobs::from_env(
             config.global.data_dir.join("evals"),

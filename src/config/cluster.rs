@@ -1,66 +1,59 @@
-//! Clustered mode's settings: the Qdrant server every node shares and this
-//! node's name in the cluster registry.
+//! Clustered mode's settings: the Qdrant server every node shares
+//! ([`QdrantArgs`], on every command that opens the vector index) and this
+//! node's name in the cluster registry ([`NodeArgs`], `mnemo serve` only).
 
 use crate::service::cluster::default_node_id;
 use crate::vector::{CollectionLayout, QdrantServerConfig, VectorBackend};
 
-/// The command-line and environment settings of clustered mode.
+/// Where the vectors live when they are not in the data directory: a Qdrant
+/// server's collection, which every node of a cluster shares. Flattened
+/// into the commands that open the vector index, under their own heading.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ClusterArgs {
+#[command(next_help_heading = "Qdrant options")]
+pub struct QdrantArgs {
     /// Clustered mode: keep the vectors in this Qdrant server's collection
     /// (gRPC URL, e.g. `http://qdrant:6334`) instead of the data directory.
-    #[arg(long, env = "MNEMO_QDRANT_URL", global = true)]
+    #[arg(long, env = "MNEMO_QDRANT_URL")]
     pub qdrant_url: Option<String>,
     /// The Qdrant API key, if the server requires one (prefer the
     /// environment variable: command lines are visible to other users).
-    #[arg(
-        long,
-        env = "MNEMO_QDRANT_API_KEY",
-        global = true,
-        hide_env_values = true
-    )]
+    #[arg(long, env = "MNEMO_QDRANT_API_KEY", hide_env_values = true)]
     pub qdrant_api_key: Option<String>,
     /// The Qdrant collection every node shares.
     #[arg(
         long,
         env = "MNEMO_QDRANT_COLLECTION",
-        default_value = crate::vector::qdrant::DEFAULT_COLLECTION,
-        global = true
+        default_value = crate::vector::qdrant::DEFAULT_COLLECTION
     )]
     pub qdrant_collection: String,
     /// Shards of the collection when Mnemo creates it (Qdrant's default
     /// when absent). Fixed at creation.
-    #[arg(long, env = "MNEMO_QDRANT_SHARDS", global = true)]
+    #[arg(long, env = "MNEMO_QDRANT_SHARDS")]
     pub qdrant_shards: Option<u32>,
     /// Replicas of each shard when Mnemo creates the collection (Qdrant's
     /// default, 1, when absent). 2 or more on a cluster survives a lost peer.
-    #[arg(long, env = "MNEMO_QDRANT_REPLICATION_FACTOR", global = true)]
+    #[arg(long, env = "MNEMO_QDRANT_REPLICATION_FACTOR")]
     pub qdrant_replication_factor: Option<u32>,
     /// Replicas that must apply a write before Qdrant acknowledges it, when
     /// Mnemo creates the collection (1 when absent).
-    #[arg(long, env = "MNEMO_QDRANT_WRITE_CONSISTENCY", global = true)]
+    #[arg(long, env = "MNEMO_QDRANT_WRITE_CONSISTENCY")]
     pub qdrant_write_consistency: Option<u32>,
-    /// This node's name in the cluster registry (clustered `serve`); the host
-    /// name with a random suffix when absent.
-    #[arg(long, env = "MNEMO_NODE_ID", global = true)]
-    pub node_id: Option<String>,
 }
 
-impl Default for ClusterArgs {
+impl Default for QdrantArgs {
     fn default() -> Self {
-        ClusterArgs {
+        QdrantArgs {
             qdrant_url: None,
             qdrant_api_key: None,
             qdrant_collection: crate::vector::qdrant::DEFAULT_COLLECTION.to_string(),
             qdrant_shards: None,
             qdrant_replication_factor: None,
             qdrant_write_consistency: None,
-            node_id: None,
         }
     }
 }
 
-impl ClusterArgs {
+impl QdrantArgs {
     /// The embedded index, or the Qdrant server `--qdrant-url` names.
     pub fn vector_backend(&self) -> VectorBackend {
         match self.qdrant_url.as_deref().filter(|u| !u.is_empty()) {
@@ -77,6 +70,31 @@ impl ClusterArgs {
                 VectorBackend::Server(config)
             }
         }
+    }
+}
+
+/// `mnemo serve`'s name in the cluster registry.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Cluster options")]
+pub struct NodeArgs {
+    /// This node's name in the cluster registry (clustered `serve`); the host
+    /// name with a random suffix when absent.
+    #[arg(long, env = "MNEMO_NODE_ID")]
+    pub node_id: Option<String>,
+}
+
+/// Clustered mode's settings as the command gave them: its Qdrant options
+/// and, for `mnemo serve`, the node's name.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterArgs {
+    pub qdrant: QdrantArgs,
+    pub node_id: Option<String>,
+}
+
+impl ClusterArgs {
+    /// The embedded index, or the Qdrant server `--qdrant-url` names.
+    pub fn vector_backend(&self) -> VectorBackend {
+        self.qdrant.vector_backend()
     }
 
     /// The configured node id, or a fresh default one.
@@ -104,8 +122,11 @@ mod tests {
         assert_eq!(args.node_id(), "api-1");
         assert!(matches!(args.vector_backend(), VectorBackend::Embedded));
         let args = ClusterArgs {
-            qdrant_url: Some("http://qdrant:6334".into()),
-            qdrant_api_key: Some(String::new()),
+            qdrant: QdrantArgs {
+                qdrant_url: Some("http://qdrant:6334".into()),
+                qdrant_api_key: Some(String::new()),
+                ..QdrantArgs::default()
+            },
             ..ClusterArgs::default()
         };
         match args.vector_backend() {

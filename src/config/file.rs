@@ -129,10 +129,9 @@ impl ConfigFile {
             }
             check_value(&arg, &entry.value)
                 .map_err(|message| config_err(self.named(&entry.key), message))?;
-            let value = entry.value.clone();
             let hide = arg.is_hide_env_values_set();
-            let set = move |a: Arg| {
-                let a = a.default_value(value);
+            let set = |a: Arg| {
+                let a = a.default_value(entry.value.clone());
                 // A secret's value stays out of --help, like its variable's.
                 if hide {
                     a.hide_default_value(true)
@@ -143,7 +142,9 @@ impl ConfigFile {
             cmd = if arg.is_global_set() {
                 cmd.mut_arg(entry.id.as_str(), set)
             } else {
-                cmd.mut_subcommand(FILE_COMMAND, |s| s.mut_arg(entry.id.as_str(), set))
+                // An option group's flag (`--database-url`) is on every
+                // command that takes the group (`serve`, `keys list`, …).
+                set_everywhere(cmd, &entry.id, &set)
             };
         }
         Ok(cmd)
@@ -156,6 +157,22 @@ impl ConfigFile {
              e.g. listen, data_dir, and [llm] base_url; see mnemo.example.toml)",
         )
     }
+}
+
+/// `cmd` with `set` applied to its flag `id` and to that of every
+/// subcommand, at any depth, that has one.
+fn set_everywhere(mut cmd: Command, id: &str, set: &dyn Fn(Arg) -> Arg) -> Command {
+    if cmd.get_arguments().any(|a| a.get_id() == id) {
+        cmd = cmd.mut_arg(id, set);
+    }
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |s| set_everywhere(s, id, set));
+    }
+    cmd
 }
 
 /// Whether a file may set the flag: a named flag that takes a value or is a

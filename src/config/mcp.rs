@@ -15,4 +15,6 @@ pub struct McpArgs {
     /// operator acting for this user of the default tenant.
     #[arg(long, env = "MNEMO_MCP_USER")]
     pub user: Option<String>,
+    #[command(flatten)]
+    pub engine: super::EngineArgs,
 }

@@ -1,6 +1,9 @@
 //! Configuration of every command, in one place: the global options every
-//! subcommand takes ([`GlobalArgs`]), `mnemo serve`'s ([`serve`]), `mnemo
-//! mcp`'s ([`mcp`]) and clustered mode's ([`cluster`]). Entry points (`cli`,
+//! subcommand takes ([`GlobalArgs`]), the option groups the commands that
+//! need them flatten in, each under its own help heading (the store's
+//! [`StoreArgs`], Qdrant's [`QdrantArgs`], the cluster node's [`NodeArgs`]),
+//! `mnemo serve`'s ([`serve`]), `mnemo mcp`'s ([`mcp`]) and clustered mode's
+//! ([`cluster`]). Entry points (`cli`,
 //! `api/server.rs`, `mcp/stdio.rs`) read these types; nothing here depends
 //! on an entry point.
 
@@ -17,7 +20,7 @@ use crate::policy::Policy;
 use crate::service::{Engine, EngineBuilder};
 use crate::vector::VectorBackend;
 
-pub use cluster::ClusterArgs;
+pub use cluster::{ClusterArgs, NodeArgs, QdrantArgs};
 
 /// The policy file's name when it lies in the data directory.
 pub const POLICY_FILE: &str = "memory_policies.toml";
@@ -25,37 +28,81 @@ pub use file::ConfigFile;
 pub use mcp::McpArgs;
 pub use serve::{LogFormat, ServeArgs, ServeConfig};
 
+/// The options every command takes, before or after its name (`mnemo
+/// --data-dir D eval …` and `mnemo eval --data-dir D …`), and, once the
+/// command line is parsed, the store and cluster options of the command
+/// that took them ([`GlobalArgs::with_groups`]): what every command reads.
 #[derive(Args, Debug, Clone)]
 pub struct GlobalArgs {
     /// Where the store and indexes live.
-    #[arg(long, env = "MNEMO_DATA_DIR", default_value = "./data", global = true)]
+    #[arg(
+        long,
+        env = "MNEMO_DATA_DIR",
+        default_value = "./data",
+        global = true,
+        help_heading = STORE_OPTIONS
+    )]
     pub data_dir: PathBuf,
     /// The memory policy file; built-in defaults when absent.
-    #[arg(long, env = "MNEMO_POLICY", global = true)]
+    #[arg(long, env = "MNEMO_POLICY", global = true, help_heading = MODEL_OPTIONS)]
     pub policy: Option<PathBuf>,
     /// Where `mnemo setup` puts the embedding model and ONNX Runtime.
     #[arg(
         long,
         env = "MNEMO_ASSETS_DIR",
         default_value = "./assets",
-        global = true
+        global = true,
+        help_heading = MODEL_OPTIONS
     )]
     pub assets_dir: PathBuf,
+    /// The embedding model (overrides the policy's `[embedding] model`):
+    /// `all-minilm-l6-v2` or `multilingual-e5-small`.
+    #[arg(
+        long,
+        env = "MNEMO_EMBEDDING_MODEL",
+        global = true,
+        help_heading = MODEL_OPTIONS
+    )]
+    pub embedding_model: Option<String>,
+    /// The command's `--database-url` ([`StoreArgs`]).
+    #[arg(skip)]
+    pub database_url: Option<String>,
+    /// The command's `--db-pool-size` ([`StoreArgs`]).
+    #[arg(skip)]
+    pub db_pool_size: Option<u32>,
+    /// The command's Qdrant and cluster options ([`QdrantArgs`], [`NodeArgs`]).
+    #[arg(skip)]
+    pub cluster: ClusterArgs,
+}
+
+/// The help heading of the store options (`--data-dir`, [`StoreArgs`]).
+pub const STORE_OPTIONS: &str = "Store options";
+/// The help heading of the policy and model options.
+pub const MODEL_OPTIONS: &str = "Policy and model options";
+
+/// The store a command opens when it is not SQLite in the data directory.
+/// Flattened into the commands that open the store.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = STORE_OPTIONS)]
+pub struct StoreArgs {
     /// The store: `postgres://user:password@host:port/database` for
     /// PostgreSQL (several nodes may share it); SQLite in the data directory
     /// when absent.
-    #[arg(long, env = "MNEMO_DATABASE_URL", global = true)]
+    #[arg(long, env = "MNEMO_DATABASE_URL")]
     pub database_url: Option<String>,
     /// PostgreSQL connections per node [default: 10].
-    #[arg(long, env = "MNEMO_DB_POOL_SIZE", global = true)]
+    #[arg(long, env = "MNEMO_DB_POOL_SIZE")]
     pub db_pool_size: Option<u32>,
-    /// Clustered mode: the Qdrant server and this node's name.
+}
+
+/// The options of a command that opens the engine: its store and where its
+/// vectors live.
+#[derive(Args, Debug, Clone, Default)]
+pub struct EngineArgs {
     #[command(flatten)]
-    pub cluster: ClusterArgs,
-    /// The embedding model (overrides the policy's `[embedding] model`):
-    /// `all-minilm-l6-v2` or `multilingual-e5-small`.
-    #[arg(long, env = "MNEMO_EMBEDDING_MODEL", global = true)]
-    pub embedding_model: Option<String>,
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub qdrant: QdrantArgs,
 }
 
 /// The `--config` file the command line names (flag or `MNEMO_CONFIG`), at
@@ -72,6 +119,24 @@ pub fn config_path(matches: &ArgMatches) -> Option<PathBuf> {
 }
 
 impl GlobalArgs {
+    /// These options with the store, Qdrant and cluster options of the
+    /// command (those it does not take stay unset).
+    pub fn with_groups(
+        mut self,
+        store: Option<&StoreArgs>,
+        qdrant: Option<&QdrantArgs>,
+        node: Option<&NodeArgs>,
+    ) -> Self {
+        let store = store.cloned().unwrap_or_default();
+        self.database_url = store.database_url;
+        self.db_pool_size = store.db_pool_size;
+        self.cluster = ClusterArgs {
+            qdrant: qdrant.cloned().unwrap_or_default(),
+            node_id: node.and_then(|n| n.node_id.clone()),
+        };
+        self
+    }
+
     pub fn policy(&self) -> anyhow::Result<Policy> {
         // Named, or in the data directory; never read from the working
         // directory implicitly.

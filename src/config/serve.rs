@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use super::GlobalArgs;
+use super::{EngineArgs, GlobalArgs, NodeArgs};
 use crate::error::Error;
 use crate::llm::openai::{
     OpenAiConfig, DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECS,
@@ -42,8 +42,9 @@ pub enum LogFormat {
 /// `mnemo serve` options. Each can also come from the `--config` file (its
 /// id, snake_case; `llm_*` in `[llm]`) or its `MNEMO_*` variable; flags win
 /// over variables, variables over the file, the file over defaults. The
-/// global options (`--data-dir`, `--policy`, `--assets-dir`,
-/// `--database-url`, …) follow the same order (file keys `data_dir`, …).
+/// global options (`--data-dir`, `--policy`, `--assets-dir`, …) and the
+/// store, Qdrant and cluster options (`--database-url`, `--qdrant-url`,
+/// `--node-id`, …) follow the same order (file keys `data_dir`, …).
 /// Adding an option is adding a field here (and using it in
 /// [`ServeConfig::resolve`]). Log filtering: `MNEMO_LOG` (e.g. `info,mnemo=debug`).
 #[derive(Args, Debug, Clone, Default)]
@@ -98,6 +99,10 @@ pub struct ServeArgs {
     /// Retries on connect errors, 429 and 5xx [default: 2].
     #[arg(long, env = "MNEMO_LLM_MAX_RETRIES")]
     pub llm_max_retries: Option<u32>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub node: NodeArgs,
 }
 
 /// A secret that never shows in debug output.

@@ -394,7 +394,10 @@ pub struct Versions {
 pub async fn run(mut config: EvalConfig, progress: &dyn Progress) -> Result<Report> {
     config.validate()?;
     // Validate every set before the (slow) first ingest.
+    progress.start("load the sets", config.sets.len() as u64);
     let sets = config.load_sets()?;
+    progress.advance(config.sets.len() as u64);
+    progress.finish();
     let mut runs = Vec::new();
     let mut set_infos = Vec::new();
     for s in &sets {

@@ -328,10 +328,14 @@ async fn ingest(
     // The store's cache is kept per owner: the texts of each owner the set's
     // documents will be written for (a set may hold several users).
     let now = engine.clock().now();
+    progress.start(&format!("{}: prepare", set.name), set.docs.len() as u64);
     let prepared = set
         .docs
         .iter()
-        .map(|d| Ok(engine.prepare(&actor, d.memory.clone(), now)?))
+        .map(|d| {
+            progress.advance(1);
+            Ok(engine.prepare(&actor, d.memory.clone(), now)?)
+        })
         .collect::<Result<Vec<_>>>()?;
     // What the engine will embed for each document (a turn carries the one
     // before it), keyed as its cache keys it; the store is still empty, so

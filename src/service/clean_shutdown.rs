@@ -15,9 +15,10 @@
 //!
 //! Every other command that opens the engine (`mnemo ingest`, `add`,
 //! `search`, `stats`, `forget`, `export`, `import`, `verify-erasure`,
-//! `jobs run`) opens it the same way through [`CommandEngine`]: it takes
-//! the file and, having no repair loop, applies the changes since at once
-//! ([`Repairer::catch_up`]) before it does anything; at its close it records
+//! `jobs run`) opens it the same way through
+//! [`CommandEngine`](super::command_engine::CommandEngine): it takes the
+//! file and, having no repair loop, applies the changes since at once
+//! ([`Repairer::catch_up`](super::repair::Repairer::catch_up)) before it does anything; at its close it records
 //! the file again at the feed head, unless one of its own index writes
 //! failed (then the next start reconciles fully). At a million memories a
 //! command so starts in seconds instead of spending 14-17 s on the
@@ -36,10 +37,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::repair::Repairer;
-use super::{EngineBuilder, ReconcileReport};
 use crate::error::Result;
-use crate::Engine;
 
 /// The file, in the data directory.
 pub const FILE: &str = "indexes.clean";
@@ -83,63 +81,6 @@ pub(crate) fn take(data_dir: &Path) -> Result<Option<i64>> {
     Ok(serde_json::from_slice::<Marker>(&bytes)
         .ok()
         .map(|m| m.feed_position))
-}
-
-/// An engine opened for one command-line command, which closes as a clean
-/// `mnemo serve` stop does (see the module documentation).
-pub struct CommandEngine {
-    engine: Engine,
-    reconciled: ReconcileReport,
-    /// Where the clean close is recorded: the data directory, or `None` in
-    /// clustered mode (other nodes write the shared collection).
-    record_in: Option<PathBuf>,
-}
-
-impl CommandEngine {
-    /// Opens `builder`'s engine trusting a recorded clean close, and applies
-    /// the changes since it before returning.
-    pub async fn open(builder: EngineBuilder) -> Result<Self> {
-        let data_dir = builder.data_dir().to_path_buf();
-        let opened = builder.trust_clean_shutdown(true).build().await?;
-        if opened.reconciled.from_clean_shutdown {
-            Repairer::new(opened.engine.clone())
-                .await?
-                .catch_up()
-                .await?;
-        }
-        Ok(CommandEngine {
-            record_in: opened.follower.is_none().then_some(data_dir),
-            engine: opened.engine,
-            reconciled: opened.reconciled,
-        })
-    }
-
-    /// What the open reconciled (`from_clean_shutdown` when it used a
-    /// recorded clean close instead).
-    pub fn reconciled(&self) -> &ReconcileReport {
-        &self.reconciled
-    }
-
-    /// Shuts the engine down and records a clean close at the feed head
-    /// when no index write of this process failed: the indexes agreed with
-    /// the store at the open, and every write since was indexed.
-    pub async fn close(self) -> Result<()> {
-        let head = self.engine.store().change_feed_head().await?;
-        let consistent = self.engine.repair_status().failed_index_writes() == 0;
-        self.engine.shutdown().await?;
-        if let (Some(dir), true) = (self.record_in, consistent) {
-            record(&dir, head)?;
-        }
-        Ok(())
-    }
-}
-
-impl std::ops::Deref for CommandEngine {
-    type Target = Engine;
-
-    fn deref(&self) -> &Engine {
-        &self.engine
-    }
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ use uuid::Uuid;
 
 use crate::domain::Owner;
 use crate::error::{Error, Result};
-use crate::service::{lexical_doc, Engine};
+use crate::service::{blocking, lexical_doc, Engine};
 use crate::store::{ChangeKind, IndexChange};
 
 /// A node whose last heartbeat is older than this is considered gone.
@@ -231,12 +231,6 @@ impl crate::runner::PeriodicTask for LexicalFollower {
         }
         Ok(())
     }
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::internal(format!("follower task failed: {e}")))?
 }
 
 /// A node id for this process when none is configured: the host name (when

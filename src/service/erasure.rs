@@ -397,13 +397,13 @@ impl Engine {
         // at once: the erasure takes as long as the slowest, not the sum.
         let lexical = self.lexical().clone();
         let o = owner.clone();
-        let lexical_step = blocking(move || {
+        let lexical_step = timed_step(move || {
             let n = lexical.delete_owner(&o)?;
             lexical.purge()?;
             Ok(n)
         });
         let vectors = self.vectors().clone();
-        let vector_step = blocking(move || {
+        let vector_step = timed_step(move || {
             let n = vectors.delete_owner(&owner)?;
             vectors.flush()?;
             // Deleted points stay in the engine's files until this rebuild.
@@ -483,13 +483,14 @@ impl Engine {
 }
 
 /// Runs one erasure step off the async runtime; returns its result and time.
-async fn blocking(step: impl FnOnce() -> Result<usize> + Send + 'static) -> Result<(usize, u128)> {
-    tokio::task::spawn_blocking(move || {
+async fn timed_step(
+    step: impl FnOnce() -> Result<usize> + Send + 'static,
+) -> Result<(usize, u128)> {
+    super::blocking(move || {
         let t = std::time::Instant::now();
         step().map(|n| (n, t.elapsed().as_millis()))
     })
     .await
-    .map_err(|e| Error::internal(format!("erasure task failed: {e}")))?
 }
 
 impl Engine {
@@ -507,13 +508,11 @@ impl Engine {
         let owner = Owner::user(&actor.tenant_id, &user);
         let lexical = self.lexical().clone();
         let vectors = self.vectors().clone();
-        let (lexical_docs, vector_points) =
-            tokio::task::spawn_blocking(move || -> Result<(usize, usize)> {
-                lexical.commit()?;
-                Ok((lexical.count_owner(&owner)?, vectors.count_owner(&owner)?))
-            })
-            .await
-            .map_err(|e| Error::internal(format!("verification task failed: {e}")))??;
+        let (lexical_docs, vector_points) = super::blocking(move || {
+            lexical.commit()?;
+            Ok((lexical.count_owner(&owner)?, vectors.count_owner(&owner)?))
+        })
+        .await?;
         let last_erasure_at = self.store().last_erasure(&actor.tenant_id, &user).await?;
         let live_since = self.clock().now()
             - chrono::Duration::from_std(crate::service::cluster::NODE_LIVENESS)

@@ -282,12 +282,29 @@ impl Engine {
     where
         W: AsyncWrite + Unpin + Send,
     {
+        self.export_user_reporting(actor, user_id, out, |_, _| {})
+            .await
+    }
+
+    /// [`Engine::export_user`], telling `progress` each table's name and its
+    /// rows written so far, at the table's start and after every page.
+    pub async fn export_user_reporting<W>(
+        &self,
+        actor: &Actor,
+        user_id: &str,
+        out: &mut W,
+        mut progress: impl FnMut(&'static str, u64) + Send,
+    ) -> Result<Manifest>
+    where
+        W: AsyncWrite + Unpin + Send,
+    {
         self.check_export(actor, user_id).await?;
         let tenant_id = actor.tenant_id.as_str();
         let mut hasher = Sha256::new();
         let mut counts = BTreeMap::new();
         for table in user_tables() {
             let mut n = 0u64;
+            progress(table.name, n);
             let mut after: Option<Vec<Value>> = None;
             loop {
                 let rows = self
@@ -303,6 +320,7 @@ impl Engine {
                 hasher.update(&page);
                 out.write_all(&page).await.map_err(Error::internal)?;
                 n += rows.len() as u64;
+                progress(table.name, n);
                 if rows.len() < PAGE {
                     break;
                 }
@@ -380,6 +398,21 @@ impl Engine {
         data: &[u8],
         options: ImportOptions,
     ) -> Result<ImportReport> {
+        self.import_user_reporting(actor, user_id, data, options, |_, _| {})
+            .await
+    }
+
+    /// [`Engine::import_user`], telling `progress` the memories indexed so
+    /// far and how many there are to index (embedding them is the long
+    /// part), after every page.
+    pub async fn import_user_reporting(
+        &self,
+        actor: &Actor,
+        user_id: Option<&str>,
+        data: &[u8],
+        options: ImportOptions,
+        progress: impl FnMut(u64, u64) + Send,
+    ) -> Result<ImportReport> {
         if !actor.admin {
             return Err(Error::Forbidden(
                 "only admin keys may import users' data".into(),
@@ -430,7 +463,7 @@ impl Engine {
             .store()
             .import_user_rows(&tenant_id, &user_id, &tables)
             .await?;
-        let indexed = self.index_imported(&ids).await?;
+        let indexed = self.index_imported(&ids, progress).await?;
         tracing::info!(
             rows_written,
             indexed,
@@ -496,9 +529,15 @@ impl Engine {
 
     /// Embeds (with this deployment's model, through the embedding cache)
     /// and indexes the imported memories the indexes should hold.
-    async fn index_imported(&self, ids: &[Uuid]) -> Result<usize> {
+    async fn index_imported(
+        &self,
+        ids: &[Uuid],
+        mut progress: impl FnMut(u64, u64) + Send,
+    ) -> Result<usize> {
         let mut indexed = 0;
-        for chunk in ids.chunks(PAGE) {
+        let total = ids.len() as u64;
+        for (i, chunk) in ids.chunks(PAGE).enumerate() {
+            progress((i * PAGE) as u64, total);
             let found = self.store().get_many(chunk).await?;
             let mems: Vec<_> = chunk
                 .iter()
@@ -513,6 +552,7 @@ impl Engine {
             self.index(&mems, vectors, false).await;
             indexed += mems.len();
         }
+        progress(total, total);
         self.commit().await?;
         Ok(indexed)
     }

@@ -26,6 +26,7 @@ pub mod access;
 mod builder;
 pub mod clean_shutdown;
 pub mod cluster;
+pub mod command_engine;
 mod context;
 mod document;
 mod embed;
@@ -184,7 +185,9 @@ const EMBED_QUEUE: usize = 64;
 /// cannot turn searches away.
 pub const SEARCH_RESERVED_PERMITS: usize = 8;
 
-async fn blocking<T, F>(f: F) -> Result<T>
+/// Runs `f` on the blocking pool (index, embedding and file work stay off
+/// the async runtime); a panic in it is an internal error.
+pub(crate) async fn blocking<T, F>(f: F) -> Result<T>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T> + Send + 'static,

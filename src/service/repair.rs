@@ -61,7 +61,7 @@ use uuid::Uuid;
 
 use crate::domain::{Memory, Owner};
 use crate::error::{Error, Result};
-use crate::service::{lexical_doc, vector_point, Engine};
+use crate::service::{blocking, lexical_doc, vector_point, Engine};
 use crate::store::{ChangeKind, ThreadRef};
 
 /// Feed entries read per store round trip.
@@ -419,12 +419,6 @@ impl Drop for RunningFlag {
     }
 }
 
-/// Starts the repair loop on `engine` at the policy's interval.
-pub async fn spawn_repair(engine: &Engine) -> Result<tokio::task::JoinHandle<()>> {
-    let every = Duration::from_secs(engine.policy().indexing.repair_interval_secs.max(1));
-    Ok(Repairer::new(engine.clone()).await?.spawn(every))
-}
-
 /// The repair loop as a background task on the node's runner
 /// (`runner.rs`), at `indexing.repair_interval_secs`. It deletes only index
 /// entries the store no longer indexes (re-read from the store first).
@@ -473,12 +467,6 @@ impl crate::runner::PeriodicTask for RepairTask {
         }
         Ok(())
     }
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::internal(format!("repair task failed: {e}")))?
 }
 
 impl Engine {

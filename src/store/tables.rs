@@ -38,14 +38,6 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn column_names(&self) -> String {
-        self.columns
-            .iter()
-            .map(|(c, _)| *c)
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
     /// Positions of the key columns among `columns`.
     pub fn key_positions(&self) -> Vec<usize> {
         self.key

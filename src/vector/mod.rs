@@ -19,8 +19,6 @@ pub mod qdrant;
 #[cfg(test)]
 pub(crate) mod contract;
 
-use std::sync::Arc;
-
 use serde_json::json;
 use uuid::Uuid;
 
@@ -125,13 +123,6 @@ pub trait VectorIndex: Send + Sync {
     fn purge_unconditionally(&self) -> Result<u64> {
         self.purge_deleted()
     }
-}
-
-/// Connects to a Qdrant server as the vector index (creating the collection
-/// if needed): what `--qdrant-url` selects, and what `mnemo migrate
-/// --vectors-to` writes into.
-pub fn connect_server(config: &QdrantServerConfig, dim: usize) -> Result<Arc<dyn VectorIndex>> {
-    Ok(Arc::new(QdrantServerIndex::connect(config, dim)?))
 }
 
 /// The best `limit` of several hit lists (one per scope clause, see

@@ -31,6 +31,7 @@ mod migrate;
 mod openapi;
 mod over_http;
 mod postgres_engine;
+mod progress;
 mod qdrant_cluster;
 mod qdrant_serve;
 mod quota;

@@ -499,7 +499,8 @@ async fn a_clean_shutdown_replaces_the_start_up_reconcile() {
 /// close records a clean close again. Without a record it reconciles fully.
 #[tokio::test]
 async fn a_command_catches_up_from_a_clean_close_and_records_one_again() {
-    use mnemo::service::clean_shutdown::{CommandEngine, FILE};
+    use mnemo::service::clean_shutdown::FILE;
+    use mnemo::service::command_engine::CommandEngine;
 
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join(FILE);

@@ -181,10 +181,8 @@ pub async fn chat_completions(
         memories = injected,
         "proxying a chat completion"
     );
-    // HOOK(threads): with the threads store (the agent loop's branch), append
-    // the caller's last user message to `thread_id` here, before the call, and
-    // the reply after it (for a stream, by teeing the body). Not done yet: the
-    // proxy stores nothing.
+    // The proxy stores nothing of the conversation: a client that wants its
+    // turns kept and compacted uses the threads API (`/v1/threads`).
 
     // Per-user model-call quota (quota.rs): 429 before the call.
     state.engine.model_calls().take(&actor.tenant_id, &user)?;

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use crate::api::auth::{require_admin, Auth, AuthMode};
 use crate::api::error::{ErrorBody, Json};
-use crate::api::metrics::{Gauges, OPENMETRICS_TEXT, PROMETHEUS_TEXT};
+use crate::api::metrics::{Gauges, MEMORY_COUNTS_MAX_AGE, OPENMETRICS_TEXT, PROMETHEUS_TEXT};
 use crate::api::AppState;
 use crate::domain::{Status, Tier};
 use crate::error::Result;
@@ -46,10 +46,6 @@ pub struct ReadyDetails {
 /// `/readyz` is 503 when the oldest change the repair loop has not applied
 /// yet waited longer than this (the indexes are failing).
 pub const READY_MAX_INDEX_LAG_SECS: f64 = 60.0;
-
-/// How old the memory counts `/metrics` exports may grow before a scrape
-/// starts a recount (see [`MemoryCounts`]).
-pub const MEMORY_COUNTS_MAX_AGE: Duration = Duration::from_secs(30);
 
 /// The store's memory counts by tier and status, as `/metrics` last read
 /// them. Counting groups every row of `memories` (on the 1M benchmark's
