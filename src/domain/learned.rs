@@ -25,10 +25,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
-use super::ranking::{compare_hits, Hit};
+pub use super::hit::LearnedSignals;
+use super::hit::{compare_hits, Hit};
 use super::temporal::TimeWindow;
 use super::Tier;
 
@@ -149,20 +148,6 @@ pub struct LearnedParams {
     pub paraphrase_cosine: f32,
 }
 
-/// What the stage saw in one hit and what each feature added to its
-/// log-odds (part of its `ScoreBreakdown`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct LearnedSignals {
-    /// Each feature's value, by name.
-    pub features: BTreeMap<String, f32>,
-    /// weight × value, by name (features that add nothing are left out).
-    pub contributions: BTreeMap<String, f32>,
-    /// The model's bias (log-odds before any feature).
-    pub bias: f32,
-    /// σ(bias + Σ contributions): the hit's probability of relevance.
-    pub relevance: f32,
-}
-
 /// 1/log₂(1 + rank): 1 at rank 1, 0.63 at 2, 0.29 at 10; 0 when unlisted.
 fn rank_gain(rank: Option<usize>) -> f32 {
     rank.map_or(0.0, |r| 1.0 / ((1.0 + r as f32).log2()))
@@ -185,7 +170,7 @@ pub fn features(hits: &[Hit], params: &LearnedParams, when: Option<&TimeWindow>)
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| {
             (lo.min(*c), hi.max(*c))
         });
-    let median = super::ranking::median(&cosines);
+    let median = super::hit::median(&cosines);
     // A candidate the vector leg did not list scored at most its last; it
     // is taken as unrelated unless the last is lower still.
     let unlisted = lowest.min(params.unrelated_cosine);

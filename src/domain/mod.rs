@@ -7,6 +7,7 @@ pub mod chat;
 pub mod chunk;
 pub mod context;
 pub mod corpus;
+pub mod hit;
 pub mod learned;
 pub mod lifecycle;
 pub mod memory;

@@ -34,10 +34,11 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::Memory;
+
+pub use super::hit::{compare_hits, sort_hits, Hit, ScoreBreakdown};
 
 /// How the two candidate lists are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -286,20 +287,6 @@ pub fn min_max_normalise(scores: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// The median of `scores` (`None` when empty).
-pub(crate) fn median(scores: &[f32]) -> Option<f32> {
-    let mut s = scores.to_vec();
-    s.sort_by(f32::total_cmp);
-    let n = s.len();
-    (n > 0).then(|| {
-        if n % 2 == 1 {
-            s[n / 2]
-        } else {
-            (s[n / 2 - 1] + s[n / 2]) / 2.0
-        }
-    })
-}
-
 /// The background cosine of a query in its scope ([`QueryScales::
 /// vector_background`]): the median of the `nearest` cosines the vector index
 /// returned (best first, before any similarity cut) when it returned all
@@ -309,7 +296,7 @@ pub(crate) fn median(scores: &[f32]) -> Option<f32> {
 /// cosine cancel itself).
 pub fn background_cosine(nearest: &[f32], asked: usize) -> Option<f32> {
     (asked > 0 && nearest.len() >= asked)
-        .then(|| median(nearest))
+        .then(|| super::hit::median(nearest))
         .flatten()
 }
 
@@ -487,127 +474,6 @@ pub fn importance_factor(importance: f32, weight: f32) -> f32 {
     1.0 + weight * (2.0 * importance.clamp(0.0, 1.0) - 1.0)
 }
 
-/// Why a hit scored what it did.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct ScoreBreakdown {
-    /// The lexical leg's raw BM25 score (admin keys only: its idf is the
-    /// whole index's, every tenant's, see [`ScoreBreakdown::for_non_admin`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bm25_score: Option<f32>,
-    /// The lexical leg's rank (absent: not a BM25 candidate).
-    pub bm25_rank: Option<usize>,
-    /// The vector leg's raw cosine similarity and rank.
-    pub vector_similarity: Option<f32>,
-    pub vector_rank: Option<usize>,
-    /// What each leg added to `fused_score` after normalisation within the
-    /// query's candidates and weighting (they sum to `fused_score`).
-    #[serde(default)]
-    pub bm25_contribution: Option<f32>,
-    #[serde(default)]
-    pub vector_contribution: Option<f32>,
-    pub fused_score: f32,
-    /// `absolute` fusion's unit of the lexical leg: the BM25 score of a full
-    /// match of the query (Σ idf over its terms). Admin keys only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bm25_full_match_score: Option<f32>,
-    /// `absolute` fusion's confidence in the vector leg for this query (the
-    /// share of its tokens the model knows), which multiplied its weight.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vector_confidence: Option<f32>,
-    /// `absolute` fusion's background cosine for this query in its scope
-    /// (the median of the vector index's nearest neighbours, present when
-    /// the scope holds at least as many memories as the leg asked for):
-    /// with the candidate floor, the vector leg's zero when above the
-    /// model's `unrelated_cosine`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vector_background: Option<f32>,
-    /// How much `vector_similarity` was raised because the memory is in
-    /// another script than the query (`[embedding.<model>]
-    /// cross_script_shift_*`); `vector_similarity` includes it, the model's
-    /// own cosine is the difference. Absent when 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vector_script_shift: Option<f32>,
-    pub decay_factor: f32,
-    pub importance_factor: f32,
-    /// What the second stage saw and the factor it applied (absent: the hit
-    /// was not in its window, or the stage is off).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rerank: Option<super::rerank::RerankSignals>,
-    /// The hit beside this turn in its conversation that lifted its score
-    /// (absent: it holds its own score; `[retrieval.conversation]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<super::turns::TurnContext>,
-    /// The time the query named, and whether this memory was created then
-    /// (absent: the query names no time, or `[retrieval.temporal]` is off).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temporal: Option<super::temporal::TemporalSignal>,
-    /// The learned stage's features, what each added, and the probability
-    /// of relevance it gave (absent: the stage is off; `domain::learned`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub learned: Option<super::learned::LearnedSignals>,
-    /// With the learned stage, its probability of relevance; without it,
-    /// fused · decay · importance · temporal (· the second stage's factor);
-    /// or the score a neighbouring turn lent it when that is higher.
-    pub final_score: f32,
-}
-
-impl ScoreBreakdown {
-    /// The breakdown as a key that is not admin sees it: without the figures
-    /// that read the index's corpus statistics out directly. BM25's idf is
-    /// computed over the whole index, every tenant's documents, so the raw
-    /// `bm25_score` of a one-term query and the full-match score (Σ idf)
-    /// give away how many documents anywhere hold a term — a rare term's
-    /// presence in another tenant. Ranks, the normalised contributions and
-    /// the final score stay (what remains through them: docs/design/lexical.md,
-    /// "BM25 statistics and tenants").
-    pub fn for_non_admin(self) -> Self {
-        ScoreBreakdown {
-            bm25_score: None,
-            bm25_full_match_score: None,
-            ..self
-        }
-    }
-}
-
-/// A ranked memory.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Hit {
-    pub memory: Memory,
-    pub score: f32,
-    pub breakdown: ScoreBreakdown,
-}
-
-impl Hit {
-    /// A hit whose every factor is neutral (score = fused = final); for tests
-    /// and callers that rank by other means.
-    pub fn unranked(memory: Memory, score: f32) -> Self {
-        Hit {
-            memory,
-            score,
-            breakdown: ScoreBreakdown {
-                bm25_score: None,
-                bm25_rank: None,
-                vector_similarity: None,
-                vector_rank: None,
-                bm25_contribution: None,
-                vector_contribution: None,
-                fused_score: score,
-                bm25_full_match_score: None,
-                vector_confidence: None,
-                vector_background: None,
-                vector_script_shift: None,
-                decay_factor: 1.0,
-                importance_factor: 1.0,
-                rerank: None,
-                context: None,
-                temporal: None,
-                learned: None,
-                final_score: score,
-            },
-        }
-    }
-}
-
 /// Applies decay, importance and the query's time window (`when`, with
 /// `params.temporal`) to fused candidates, drops those under the threshold
 /// and returns the best `top_k`. `half_life` gives the half-life in days for
@@ -668,42 +534,10 @@ pub fn rank(
     hits
 }
 
-/// Best first; at equal scores the hit the legs ranked higher together
-/// ([`leg_ranks_tie_break`]), then the newer memory, then the smaller id.
-pub fn sort_hits(hits: &mut [Hit]) {
-    hits.sort_by(compare_hits);
-}
-
-/// The order of [`sort_hits`].
-pub fn compare_hits(a: &Hit, b: &Hit) -> std::cmp::Ordering {
-    // The tie-breaks only run for equal scores (`then_with` is lazy).
-    b.score
-        .total_cmp(&a.score)
-        .then_with(|| {
-            leg_ranks_tie_break(&b.breakdown).total_cmp(&leg_ranks_tie_break(&a.breakdown))
-        })
-        .then_with(|| b.memory.created_at.cmp(&a.memory.created_at))
-        .then_with(|| a.memory.id.cmp(&b.memory.id))
-}
-
-/// What orders hits of equal score: Σ over the legs that listed the hit of
-/// 1 / (60 + rank), reciprocal rank fusion. Scores tie where normalisation
-/// clamped them — every vector candidate below the model's zero scores 0,
-/// every cosine above its paraphrase level 1 — and the legs' own order
-/// still holds what the clamp dropped (which of two weak matches is the
-/// nearer). Without it such ties fell to recency and then to the ids' random
-/// low bits.
-fn leg_ranks_tie_break(b: &ScoreBreakdown) -> f32 {
-    [b.bm25_rank, b.vector_rank]
-        .into_iter()
-        .flatten()
-        .map(|rank| 1.0 / (60.0 + rank as f32))
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::hit::median;
 
     fn id(n: u128) -> Uuid {
         Uuid::from_u128(n)

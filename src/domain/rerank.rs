@@ -20,10 +20,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
-use super::ranking::Hit;
+use super::hit::Hit;
+pub use super::hit::RerankSignals;
 
 /// The second stage's parameters (`[retrieval.rerank]`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,18 +45,6 @@ pub struct QueryTerms {
     /// The BM25 score of a full match: a document of average length holding
     /// each distinct query term once (Σ of their idf).
     pub full_match_score: f32,
-}
-
-/// What the second stage saw in one hit (part of its `ScoreBreakdown`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct RerankSignals {
-    /// Share (idf-weighted) of the query's adjacent term pairs found
-    /// adjacent in the memory, 0..=1.
-    pub phrase: f32,
-    /// A newer memory of the same owner matches the same query terms.
-    pub older_duplicate: bool,
-    /// The multiplier the stage applied to the score.
-    pub factor: f32,
 }
 
 fn weight(idf: &HashMap<String, f32>, t: &str) -> f32 {
@@ -149,7 +136,7 @@ pub fn rerank(
             factor,
         });
     }
-    super::ranking::sort_hits(&mut hits[..depth]);
+    super::hit::sort_hits(&mut hits[..depth]);
     hits
 }
 

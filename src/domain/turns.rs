@@ -25,11 +25,10 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::ranking::Hit;
+use super::hit::Hit;
+pub use super::hit::TurnContext;
 use super::Memory;
 
 /// The most of the previous turn a passage carries, in characters: its end,
@@ -65,16 +64,6 @@ pub struct TurnsBeside {
     pub id: Uuid,
     pub before: Option<Uuid>,
     pub after: Option<Uuid>,
-}
-
-/// Why a hit holds its score through conversation context (part of its
-/// `ScoreBreakdown`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct TurnContext {
-    /// The hit this turn is beside, which lent it its score.
-    pub beside: Uuid,
-    /// The score lent: `weight` × that hit's score.
-    pub lent_score: f32,
 }
 
 /// The ids of the turns beside the best `params.depth` of `hits` that are
@@ -157,7 +146,7 @@ pub fn lend_to_turns(
         hit.breakdown.context = Some(loan);
         hits.push(hit);
     }
-    super::ranking::sort_hits(&mut hits);
+    super::hit::sort_hits(&mut hits);
     hits
 }
 

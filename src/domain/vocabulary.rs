@@ -33,6 +33,11 @@ impl Tier {
             Tier::Reference => "reference",
         }
     }
+
+    /// Working and long-term memories belong to a user; reference memory does not.
+    pub fn is_user_tier(self) -> bool {
+        !matches!(self, Tier::Reference)
+    }
 }
 
 impl FromStr for Tier {

@@ -18,6 +18,7 @@
 //! at question time.
 
 pub mod cache;
+pub mod candidates;
 pub mod compare;
 pub mod metrics;
 pub mod report;

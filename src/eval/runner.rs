@@ -54,7 +54,7 @@ pub async fn run_set_collecting(
     set: &EvalSet,
     progress: &dyn Progress,
     collect: bool,
-) -> Result<(SetInfo, Vec<Run>, Vec<super::tune::QueryRows>)> {
+) -> Result<(SetInfo, Vec<Run>, Vec<super::candidates::QueryRows>)> {
     let tmp = match &config.work_dir {
         Some(d) => {
             std::fs::create_dir_all(d).map_err(|e| super::Error::Io {
@@ -250,7 +250,7 @@ async fn collect_rows(
     engine: &Engine,
     clock: &ManualClock,
     progress: &dyn Progress,
-) -> Result<Vec<super::tune::QueryRows>> {
+) -> Result<Vec<super::candidates::QueryRows>> {
     let mut ranking = config.policy.ranking();
     if ranking.learned.is_none() {
         let mut on = config.policy.clone();
@@ -275,14 +275,14 @@ async fn collect_rows(
             .filter_map(|h| {
                 let learned = h.breakdown.learned.as_ref()?;
                 let doc = h.memory.metadata.get("doc_id")?.as_str()?;
-                Some(super::tune::Row {
+                Some(super::candidates::Row {
                     doc_id: doc.to_string(),
-                    features: super::tune::ordered(&learned.features),
+                    features: super::candidates::ordered(&learned.features),
                     relevance: judgments.get(doc).copied().unwrap_or(0),
                 })
             })
             .collect();
-        out.push(super::tune::QueryRows {
+        out.push(super::candidates::QueryRows {
             set: set.name.clone(),
             query_id: q.id.clone(),
             user_id: q.user_id.clone(),

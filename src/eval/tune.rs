@@ -18,46 +18,22 @@
 //!
 //! Pure except [`tune`], which drives the runner.
 
+// The fit is small dense linear algebra: indices read as the formulas do.
+#![allow(clippy::needless_range_loop)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::candidates::{ordered, QueryRows, Row};
 use super::compare::{self, Comparison};
 use super::metrics::{self, MetricMap};
 use super::{runner, set, EvalConfig, Preset, Progress, Result, Variant};
-use crate::domain::learned::{Features, LinearModel, FEATURES, N};
+use crate::domain::learned::{LinearModel, N};
 use crate::embed::Embedder;
 use crate::policy::Policy;
-
-/// One candidate of one query.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub doc_id: String,
-    pub features: Features,
-    pub relevance: u32,
-}
-
-/// One query's candidates.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct QueryRows {
-    pub set: String,
-    pub query_id: String,
-    pub user_id: String,
-    /// Relevant documents the query has (candidates or not).
-    pub relevant: usize,
-    pub rows: Vec<Row>,
-}
-
-/// Features by name (a breakdown's) in [`FEATURES`] order; absent = 0.
-pub fn ordered(named: &BTreeMap<String, f32>) -> Features {
-    let mut x = [0.0; N];
-    for (i, name) in FEATURES.iter().enumerate() {
-        x[i] = named.get(*name).copied().unwrap_or(0.0);
-    }
-    x
-}
 
 /// The fold of a query: by user when the set has at least `folds` users,
 /// else by query. Stable (FNV-1a of the id), so a rerun folds alike.
@@ -586,7 +562,6 @@ fn set_figures(
         c
     })
     .collect();
-    let mut per_label = per_label;
     SetFigures {
         set: s.name.clone(),
         model: model.to_string(),
