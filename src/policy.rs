@@ -654,7 +654,7 @@ impl Default for ContextPolicy {
             max_long_term: 5,
             max_working: 3,
             max_reference: 5,
-            min_relevance: 0.1,
+            min_relevance: 0.05,
         }
     }
 }

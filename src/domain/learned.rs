@@ -78,12 +78,24 @@ pub const RIVAL_DEPTH: usize = 10;
 /// as `mnemo tune` fitted them over every set the project holds, both
 /// embedding models (provenance: docs/decisions/0023-learned-stage.md).
 pub const SHIPPED: (f32, &[(&str, f32)]) = (
-    -4.0,
+    -4.3481,
     &[
-        ("vector", 3.0),
-        ("vector_gap", 2.0),
-        ("lexical", 2.0),
-        ("both_legs", 0.5),
+        ("both_legs", -1.2446),
+        ("decay", 0.0001),
+        ("fused", 2.3575),
+        ("in_named_time", 1.6375),
+        ("lexical", 0.8012),
+        ("lexical_of_best", 1.7975),
+        ("lexical_rank", 1.0873),
+        ("newer_rival", 0.0400),
+        ("older_rival", -0.2225),
+        ("recency", 0.2984),
+        ("reference", -0.8962),
+        ("told_after_named_time", 0.1795),
+        ("vector", 1.3084),
+        ("vector_gap", 1.0122),
+        ("vector_over_background", -0.0014),
+        ("vector_rank", 1.7284),
     ],
 );
 
