@@ -25,7 +25,6 @@
 
 use std::collections::BTreeMap;
 
-
 pub use super::hit::LearnedSignals;
 use super::hit::{compare_hits, Hit};
 use super::temporal::TimeWindow;

@@ -20,7 +20,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-
 use super::hit::Hit;
 pub use super::hit::RerankSignals;
 
