@@ -44,9 +44,10 @@ async fn engine_on_postgres_adds_searches_forgets_and_verifies() {
         .await
         .unwrap();
     engine.commit().await.unwrap();
+    // The best first; every candidate of the user's, and only hers.
     assert_eq!(
         texts(&engine, "alice", "tea").await,
-        ["alice drinks oolong tea"]
+        ["alice drinks oolong tea", "alice lives in Porto"]
     );
     assert_eq!(texts(&engine, "bob", "tea").await, ["bob drinks black tea"]);
 

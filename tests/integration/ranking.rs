@@ -56,7 +56,11 @@ async fn at_equal_relevance_the_newer_memory_ranks_first() {
 async fn a_memory_several_half_lives_old_ranks_below_a_fresh_one() {
     let dir = tempfile::tempdir().unwrap();
     let clock = manual();
-    let engine = engine_in(dir.path(), Arc::new(clock.clone())).await;
+    // Decay's own factor, without the learned stage (whose `recency`
+    // feature orders these two too, not by this factor).
+    let mut policy = mnemo::policy::Policy::default();
+    policy.retrieval.learned.enabled = false;
+    let engine = engine_with(dir.path(), Arc::new(clock.clone()), policy).await;
     let actor = Actor::local("test");
     let half_life = engine.policy().decay.half_life_days.long_term;
     // Equally relevant to the query (same matched words, same length).
@@ -161,6 +165,9 @@ async fn every_fusion_method_explains_each_hit_with_raw_scores_and_contributions
         let mut policy = mnemo::policy::Policy::default();
         policy.retrieval.fusion.method = method;
         policy.retrieval.rerank.enabled = true;
+        // The fusion method's own explanation (the learned stage, on by
+        // default, would replace its score: `learned` tests that).
+        policy.retrieval.learned.enabled = false;
         policy.embedding.all_minilm_l6_v2.min_vector_similarity = 0.0;
         let engine = engine_with(dir.path(), Arc::new(manual()), policy).await;
         let actor = Actor::local("test");
@@ -417,6 +424,8 @@ async fn a_time_the_query_names_lifts_the_memory_told_then() {
     let clock = manual();
     let mut policy = mnemo::policy::Policy::default();
     policy.lifecycle.reinforce_duplicates = false;
+    // `[retrieval.temporal]`'s factor itself, without the learned stage.
+    policy.retrieval.learned.enabled = false;
     let engine = engine_with(dir.path(), Arc::new(clock.clone()), policy).await;
     let actor = Actor::local("test");
     let add = |text: &'static str| {
