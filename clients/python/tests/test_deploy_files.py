@@ -206,7 +206,7 @@ def test_compose_wires_nodes_to_postgres_and_qdrant(helps):
         q = urlparse(e["MNEMO_QDRANT_URL"])
         assert q.hostname in services and q.port == 6334, "Qdrant's gRPC port"
         assert "http://qdrant:6334" in README and "mnemo_memories" in README
-        assert e["MNEMO_QDRANT_COLLECTION"] in helps[()], "the default collection"
+        assert e["MNEMO_QDRANT_COLLECTION"] in helps[("serve",)], "the default collection"
         ids.add(e["MNEMO_NODE_ID"])
         (mapping,) = node["ports"]
         assert mapping.split(":")[-1] == one("EXPOSE")

@@ -553,17 +553,26 @@ def export_user(user_id: str) -> Call[str]:
 
 
 def import_user(
-    user_id: str, export: Union[str, bytes], *, replace: bool = False
+    user_id: str,
+    export: Union[str, bytes],
+    *,
+    replace: bool = False,
+    allow_erased: bool = False,
 ) -> Call[m.ImportReport]:
     """``POST /v1/users/{user_id}/import`` (admin): restores an export,
     verified first (a bad file writes nothing). ``replace`` erases what the
-    user has first; otherwise a user with data is a conflict."""
+    user has first; otherwise a user with data is a conflict. A user who was
+    erased (forget-all) is a conflict unless ``allow_erased``: their data
+    comes back only when asked for."""
     body = export.encode() if isinstance(export, str) else export
     return Call(
         "POST",
         f"/v1/users/{_seg(user_id)}/import",
         _model(m.ImportReport),
-        params={"replace": "true"} if replace else None,
+        params={
+            k: "true" for k, on in (("replace", replace), ("allow_erased", allow_erased)) if on
+        }
+        or None,
         content=body,
         content_type="application/x-ndjson",
     )
