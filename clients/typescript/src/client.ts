@@ -421,11 +421,22 @@ export class MnemoClient {
     return this.send({ method: "GET", path: `/v1/users/${seg(userId)}/export`, text: true });
   }
   /** Restores an export (admin); `replace` erases what the user has first. */
-  importUser(userId: string, ndjson: string, options: { replace?: boolean } = {}): Promise<ImportReport> {
+  /**
+   * Restores an export (admin). `replace` erases what the user has first; a
+   * user who was erased (forget-all) comes back only with `allowErased`.
+   */
+  importUser(
+    userId: string,
+    ndjson: string,
+    options: { replace?: boolean; allowErased?: boolean } = {},
+  ): Promise<ImportReport> {
     return this.send({
       method: "POST",
       path: `/v1/users/${seg(userId)}/import`,
-      query: { replace: options.replace ? "true" : undefined },
+      query: {
+        replace: options.replace ? "true" : undefined,
+        allow_erased: options.allowErased ? "true" : undefined,
+      },
       body: ndjson,
       contentType: "application/x-ndjson",
     });

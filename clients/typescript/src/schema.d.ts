@@ -3095,10 +3095,14 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Restore an export as this user of the key's tenant (admin keys only). The
-         *     file is verified whole first (manifest sha256 and counts): a bad file
-         *     writes nothing. Ids, statuses, versions, timestamps and histories are
-         *     kept; texts are embedded with this deployment's model and indexed.
+         * Restore an export as this user of the key's tenant (admin keys only; any
+         *     other key is refused before the body is read). The file is verified
+         *     whole first (manifest sha256 and counts, every record's columns as the
+         *     write path checks them, references within the file, no id of another
+         *     user or tenant): a bad file writes nothing. A user who was erased is
+         *     refused unless `allow_erased=true`. Ids, statuses, versions, timestamps
+         *     and histories are kept, and each memory's history gains an `import`
+         *     event; texts are embedded with this deployment's model and indexed.
          */
         post: {
             parameters: {
@@ -3108,6 +3112,11 @@ export interface paths {
                      *     refusing with 409.
                      */
                     replace?: boolean;
+                    /**
+                     * @description Import a user who was erased (forget-all) instead of refusing with
+                     *     409: the data comes back, deliberately.
+                     */
+                    allow_erased?: boolean;
                 };
                 header?: never;
                 path: {
@@ -3132,7 +3141,7 @@ export interface paths {
                         "application/json": components["schemas"]["ImportReport"];
                     };
                 };
-                /** @description Not a valid export (hash, counts, records) */
+                /** @description Not a valid export (hash, counts, records, references) */
                 400: {
                     headers: {
                         [name: string]: unknown;
@@ -3158,7 +3167,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description The user has data (without replace), or is being erased */
+                /** @description The user has data (without replace), is being erased, was erased (without allow_erased), or the file names an id that exists under another user or tenant */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -3167,7 +3176,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Too large: the body is over the request body limit, or a text over `limits.max_text_bytes` bytes (`payload_too_large`) */
+                /** @description Over 1 GiB */
                 413: {
                     headers: {
                         [name: string]: unknown;
@@ -3311,7 +3320,7 @@ export interface components {
          * @description What happened to a memory, for its history.
          * @enum {string}
          */
-        AuditAction: "create" | "update" | "supersede" | "confirm" | "reject" | "reinforce" | "expire" | "archive" | "delete" | "restore" | "access";
+        AuditAction: "create" | "update" | "supersede" | "confirm" | "reject" | "reinforce" | "expire" | "archive" | "delete" | "restore" | "access" | "import";
         AuditEvent: {
             action: components["schemas"]["AuditAction"];
             /** @description Who did it: an API key id, `cli`, `system` (jobs). */
@@ -3632,6 +3641,7 @@ export interface components {
             checks?: {
                 [key: string]: string;
             };
+            details?: null | components["schemas"]["ReadyDetails"];
             index_lag?: null | components["schemas"]["IndexLag"];
             /** @description `ok`, `ready` or `not_ready`. */
             status: string;
@@ -3942,6 +3952,18 @@ export interface components {
             memory_ids: string[];
             messages: components["schemas"]["ChatMessage"][];
             tokens: components["schemas"]["TokenBreakdown"];
+        };
+        /**
+         * @description `/readyz`'s details: conditions an operator should see that do not take
+         *     the node out of rotation.
+         */
+        ReadyDetails: {
+            /**
+             * @description The store's upkeep: SQLite WAL checkpoints that gave up within their
+             *     time bound (`last_checkpoint_complete: false` while the last one
+             *     did), and erasure purges that fell back to a whole-database VACUUM.
+             */
+            store: components["schemas"]["UpkeepStatus"];
         };
         /** @description What the second stage saw in one hit (part of its `ScoreBreakdown`). */
         RerankSignals: {
@@ -4305,6 +4327,31 @@ export interface components {
             message: string;
             /** Format: float */
             temperature?: number | null;
+        };
+        /** @description [`Upkeep`]'s counts (all zero on PostgreSQL, which owns its WAL). */
+        UpkeepStatus: {
+            /**
+             * Format: int64
+             * @description SQLite WAL checkpoints run by this process (start, erasures, close).
+             */
+            checkpoints: number;
+            /**
+             * Format: int64
+             * @description Of those, the ones whose `TRUNCATE` did not complete within its time
+             *     bound (a long reader in another process: a backup, a `sqlite3`
+             *     shell); the WAL was copied as far as a `PASSIVE` checkpoint could and
+             *     the next checkpoint completes it.
+             */
+            checkpoints_incomplete: number;
+            /** @description Whether the last checkpoint completed (none yet: absent). */
+            last_checkpoint_complete?: boolean | null;
+            /**
+             * Format: int64
+             * @description Erasure purges that fell back to a `VACUUM` of the whole database
+             *     (this SQLite has no `sqlite_dbpage`, or the scrub could not vouch for
+             *     the file): every other write waited for the rewrite.
+             */
+            purge_vacuum_fallbacks: number;
         };
         UserEntry: {
             /** @description The user has an API key of its own. */

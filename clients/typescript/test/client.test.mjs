@@ -155,13 +155,15 @@ test("export and import a user", async () => {
   assert.ok(exported.includes("Kim collects stamps"));
   await admin.forgetUser(user);
   assert.deepEqual((await agent.list({ user_id: user })).memories, []);
-  const report = await admin.importUser(user, exported);
+  // An erased user comes back only when the admin says so.
+  await assert.rejects(admin.importUser(user, exported), ConflictError);
+  const report = await admin.importUser(user, exported, { allowErased: true });
   assert.equal(report.counts.memory, 1);
   assert.equal(report.indexed, 1);
   const back = (await agent.list({ user_id: user })).memories;
   assert.deepEqual(back.map((m) => m.text), ["Kim collects stamps"]);
   await assert.rejects(admin.importUser(user, exported), ConflictError);
-  await admin.importUser(user, exported, { replace: true });
+  await admin.importUser(user, exported, { replace: true, allowErased: true });
 });
 
 test("keys: create, use, revoke", async () => {
