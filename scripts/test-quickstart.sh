@@ -160,7 +160,7 @@ try:
     ctx = body(3)
     text = ctx.get("text", "")
     check(calls[3][1] == 200 and "green tea" in text and ID in ctx.get("memory_ids", []),
-          f"POST /v1/context \"drinks\": a non-empty block holding the tea memory (text: {text!r})", 3)
+          f"POST /v1/context \"what does alice like to drink?\": a non-empty block holding the tea memory (text: {text!r})", 3)
 
     listed = body(4)
     mems = listed.get("memories", [])
